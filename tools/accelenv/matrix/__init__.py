@@ -1,0 +1,38 @@
+"""The matrix core: `matrix.toml` -> schema -> frozen model -> rules. Reads one file; touches nothing else."""
+
+from accelenv.matrix.load import Validation, find_matrix, load_matrix, validate_file, validate_text
+from accelenv.matrix.model import (
+    CiTier,
+    DriverRule,
+    Environment,
+    Family,
+    ImageRef,
+    Matrix,
+    Maturity,
+    Requirements,
+    Runtime,
+    Sku,
+    Source,
+)
+from accelenv.matrix.problems import Problem, Severity
+
+__all__ = [
+    "CiTier",
+    "DriverRule",
+    "Environment",
+    "Family",
+    "ImageRef",
+    "Matrix",
+    "Maturity",
+    "Problem",
+    "Requirements",
+    "Runtime",
+    "Severity",
+    "Sku",
+    "Source",
+    "Validation",
+    "find_matrix",
+    "load_matrix",
+    "validate_file",
+    "validate_text",
+]

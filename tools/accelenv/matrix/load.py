@@ -1,0 +1,277 @@
+"""Read `matrix.toml`: TOML -> schema -> model -> rules, reporting every problem at once.
+
+An entry that breaks the schema is left out of the model (its problems are reported), so the rules still run
+on everything else and a broken SKU does not hide a wrong environment. References to a left-out entry are not
+reported a second time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from accelenv.errors import MatrixInvalidError, MatrixNotFoundError
+from accelenv.matrix.locate import LineIndex
+from accelenv.matrix.model import (
+    CiTier,
+    DriverRule,
+    Environment,
+    Family,
+    ImageRef,
+    LiteralVersion,
+    Matrix,
+    Maturity,
+    Requirements,
+    Runtime,
+    Sku,
+    Source,
+)
+from accelenv.matrix.problems import Problem, Severity, dotted
+from accelenv.matrix.rules import check_rules
+from accelenv.matrix.schema import schema_errors
+
+MATRIX_ENV_VAR = "ACCELENV_MATRIX"
+SECTIONS = ("sources", "families", "skus", "runtimes", "envs")
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Validation:
+    """The outcome of reading a matrix: the model (None when the file could not be parsed) and all problems."""
+
+    source: str
+    matrix: Matrix | None
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.matrix is not None and not any(p.is_error for p in self.problems)
+
+
+def find_matrix(explicit: str | None = None, start: Path | None = None) -> Path:
+    """The matrix to use: the argument, else $ACCELENV_MATRIX, else matrix.toml here or in a parent folder."""
+    given = explicit or os.environ.get(MATRIX_ENV_VAR)
+    if given:
+        path = Path(given)
+        if not path.is_file():
+            origin = "" if explicit else f" (from ${MATRIX_ENV_VAR})"
+            raise MatrixNotFoundError(f"{path}{origin}: no such file; pass the path of a matrix.toml")
+        return path
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "matrix.toml"
+        if candidate.is_file():
+            return candidate
+    raise MatrixNotFoundError(
+        f"no matrix.toml in {here} or any parent folder; run from a checkout, or pass --matrix PATH "
+        f"(or set ${MATRIX_ENV_VAR})"
+    )
+
+
+def validate_text(text: str, source: str = "matrix.toml") -> Validation:
+    """Parse, check against the schema, build the model and apply the rules. Never raises on bad input."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        position = _TOML_POSITION.search(message)
+        line = int(position.group(1)) if position else None
+        message = _TOML_POSITION.sub("", message).strip()
+        problem = Problem(path="", message=f"not valid TOML: {message}", line=line, rule="toml")
+        return Validation(source=source, matrix=None, problems=(problem,))
+    lines = LineIndex(text)
+    problems: list[Problem] = []
+    broken: set[tuple[str, str]] = set()
+    for parts, message in schema_errors(document):
+        problems.append(Problem(path=dotted(parts), message=message, line=lines.line_of(parts), rule="schema"))
+        if len(parts) >= 2 and parts[0] in SECTIONS:
+            broken.add((str(parts[0]), str(parts[1])))
+        elif len(parts) <= 1:
+            broken.add((str(parts[0]) if parts else "", "*"))
+    if any(entry == "*" for _, entry in broken):
+        return Validation(source=source, matrix=None, problems=tuple(problems))
+    matrix, build_problems = _build(document, broken, source)
+    problems.extend(build_problems)
+    for finding in check_rules(matrix, skipped=frozenset(broken)):
+        problems.append(
+            Problem(
+                path=dotted(finding.path),
+                message=finding.message,
+                severity=finding.severity,
+                line=lines.line_of(finding.path),
+                rule=finding.rule,
+            )
+        )
+    problems.sort(key=lambda p: (p.line is None, p.line or 0, p.path))
+    return Validation(source=source, matrix=matrix, problems=tuple(problems))
+
+
+def validate_file(path: Path) -> Validation:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        problem = Problem(path="", message=f"not UTF-8 text ({error.reason} at byte {error.start})", rule="toml")
+        return Validation(source=str(path), matrix=None, problems=(problem,))
+    except OSError as error:
+        raise MatrixNotFoundError(f"{path}: cannot read: {error.strerror}") from error
+    return validate_text(text, source=str(path))
+
+
+def load_matrix(path: Path) -> Matrix:
+    """The model of a valid matrix; raises `MatrixInvalidError` with every error when it is not valid."""
+    validation = validate_file(path)
+    if not validation.ok or validation.matrix is None:
+        raise MatrixInvalidError(validation.source, validation.problems)
+    return validation.matrix
+
+
+# ---------------------------------------------------------------------------------------------------------
+# dict -> model. Entries reaching here passed the schema, so keys and types are known; versions and
+# requirements are parsed with `packaging`, whose errors become problems too.
+
+
+class _Builder:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+
+    def version(self, value: str | None, path: tuple[str, ...]) -> Version | None:
+        if value is None:
+            return None
+        try:
+            return LiteralVersion(value)
+        except InvalidVersion:
+            self.problems.append(
+                Problem(path=dotted(path), message=f"{value!r} is not a version (expected e.g. 570.124.06)")
+            )
+            return None
+
+    def requirement(self, value: str, path: tuple[str | int, ...]) -> Requirement | None:
+        try:
+            return Requirement(value)
+        except InvalidRequirement as error:
+            self.problems.append(Problem(path=dotted(path), message=f"{value!r} is not a requirement: {error}"))
+            return None
+
+
+def _entries(document: dict[str, Any], section: str, broken: set[tuple[str, str]]) -> list[tuple[str, Any]]:
+    table = document.get(section, {})
+    return [(key, value) for key, value in table.items() if (section, key) not in broken]
+
+
+def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) -> tuple[Matrix, list[Problem]]:
+    b = _Builder(source)
+    sources = {
+        key: Source(id=key, title=v["title"], url=v.get("url"), where=v.get("where"))
+        for key, v in _entries(document, "sources", broken)
+    }
+    families = {
+        key: Family(
+            id=key,
+            name=v["name"],
+            maturity=Maturity(v["maturity"]),
+            session=v["session"],
+            runtime_kind=v["runtime_kind"],
+            pci_vendor_ids=tuple(v.get("pci_vendor_ids", ())),
+            visible_devices_env=tuple(v.get("visible_devices_env", ())),
+            host_tools=tuple(v.get("host_tools", ())),
+            kernel_modules=tuple(v.get("kernel_modules", ())),
+            device_nodes=tuple(v.get("device_nodes", ())),
+            arch_pattern=v["arch_pattern"],
+            wheel_tag_format=v.get("wheel_tag_format"),
+            sources=tuple(v.get("sources", ())),
+        )
+        for key, v in _entries(document, "families", broken)
+    }
+    skus = {
+        key: Sku(
+            id=key,
+            family=v["family"],
+            name=v["name"],
+            arch=v["arch"],
+            product_names=tuple(v.get("product_names", ())),
+            pci_device_ids=tuple(v.get("pci_device_ids", ())),
+            memory_mib=v.get("memory_mib"),
+            host_arch=tuple(v.get("host_arch", ("x86_64",))),
+            driver_min=b.version(v.get("driver_min"), ("skus", key, "driver_min")),
+            sources=tuple(v.get("sources", ())),
+            notes=v.get("notes", ""),
+        )
+        for key, v in _entries(document, "skus", broken)
+    }
+    runtimes = {key: _runtime(b, key, v) for key, v in _entries(document, "runtimes", broken)}
+    envs = {key: _env(b, key, v) for key, v in _entries(document, "envs", broken)}
+    matrix = Matrix(
+        schema_version=document["schema_version"],
+        sources=MappingProxyType(sources),
+        families=MappingProxyType(families),
+        skus=MappingProxyType(skus),
+        runtimes=MappingProxyType(runtimes),
+        envs=MappingProxyType(envs),
+        path=source,
+    )
+    return matrix, b.problems
+
+
+def _runtime(b: _Builder, key: str, v: dict[str, Any]) -> Runtime:
+    path = ("runtimes", key)
+    driver = v.get("driver", {})
+    return Runtime(
+        id=key,
+        family=v["family"],
+        name=v["name"],
+        version=b.version(v.get("version"), (*path, "version")),
+        wheel_tag=v.get("wheel_tag"),
+        components=MappingProxyType(dict(v.get("components", {}))),
+        architectures=tuple(v["architectures"]),
+        driver=DriverRule(
+            min=b.version(driver.get("min"), (*path, "driver", "min")),
+            compat_min=b.version(driver.get("compat_min"), (*path, "driver", "compat_min")),
+            max=b.version(driver.get("max"), (*path, "driver", "max")),
+            accepted=tuple(driver.get("accepted", ())),
+            notes=driver.get("notes", ""),
+        ),
+        base_images=MappingProxyType(
+            {
+                os_label: ImageRef(repository=i["repository"], tag=i["tag"], digest=i.get("digest"))
+                for os_label, i in v["base_images"].items()
+            }
+        ),
+        sources=tuple(v.get("sources", ())),
+        notes=v.get("notes", ""),
+    )
+
+
+def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
+    req = v["requirements"]
+    packages = [b.requirement(p, ("envs", key, "requirements", "packages", i)) for i, p in enumerate(req["packages"])]
+    return Environment(
+        id=key,
+        family=v["family"],
+        runtime=v["runtime"],
+        description=v["description"],
+        default=v.get("default", False),
+        os=v["os"],
+        python=v["python"],
+        platforms=tuple(v["platforms"]),
+        skus=tuple(v.get("skus", ())),
+        requirements=Requirements(
+            packages=tuple(p for p in packages if p is not None),
+            index_url=req.get("index_url"),
+            extra_index_urls=tuple(req.get("extra_index_urls", ())),
+        ),
+        tests=tuple(v["tests"]),
+        ci_tier=CiTier(v["ci_tier"]),
+        sources=tuple(v.get("sources", ())),
+    )
+
+
+__all__ = ["Severity", "Validation", "find_matrix", "load_matrix", "validate_file", "validate_text"]

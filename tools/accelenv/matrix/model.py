@@ -1,0 +1,197 @@
+"""The matrix as frozen data: what `matrix.toml` says, parsed once, never passed around as dicts.
+
+Every value here has been through the schema and the rules (see `load.py`, `rules.py`), so code downstream
+can trust the types and the cross references.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from packaging.version import Version
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from packaging.requirements import Requirement
+
+
+class LiteralVersion(Version):
+    """A `Version` that prints as written: driver 570.124.06 stays 570.124.06, not 570.124.6."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"<LiteralVersion({self._text!r})>"
+
+
+class Maturity(StrEnum):
+    """How far a family's support has come: what a user may rely on."""
+
+    STABLE = "stable"
+    BETA = "beta"
+    EXPERIMENTAL = "experimental"
+
+
+class CiTier(StrEnum):
+    """When CI runs an environment: on every pull request, nightly, or only before a release."""
+
+    PR = "pr"
+    NIGHTLY = "nightly"
+    RELEASE = "release"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """Where a fact in the matrix comes from, so a reader can check it."""
+
+    id: str
+    title: str
+    url: str | None
+    where: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Family:
+    """One accelerator vendor line (or `cpu`): how a host shows it and how software selects its devices."""
+
+    id: str
+    name: str
+    maturity: Maturity
+    session: str
+    runtime_kind: str
+    pci_vendor_ids: tuple[str, ...]
+    visible_devices_env: tuple[str, ...]
+    host_tools: tuple[str, ...]
+    kernel_modules: tuple[str, ...]
+    device_nodes: tuple[str, ...]
+    arch_pattern: str
+    wheel_tag_format: str | None
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sku:
+    """One accelerator model, identified the way host tools report it."""
+
+    id: str
+    family: str
+    name: str
+    arch: str
+    product_names: tuple[str, ...]
+    pci_device_ids: tuple[str, ...]
+    memory_mib: int | None
+    host_arch: tuple[str, ...]
+    driver_min: Version | None
+    sources: tuple[str, ...]
+    notes: str
+
+    def matches_name(self, reported: str) -> bool:
+        """True when a tool's product name matches one of this SKU's patterns (shell globs, any case)."""
+        name = " ".join(reported.split()).casefold()
+        return any(fnmatch.fnmatchcase(name, pattern.casefold()) for pattern in self.product_names)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverRule:
+    """The host driver a runtime needs.
+
+    `min` is the floor for the full feature set (for CUDA: the driver the toolkit ships with). `compat_min`,
+    when set, is a lower floor that still works in a degraded mode (CUDA minor-version compatibility).
+    `max` is an exclusive ceiling. `accepted`, when set, lists the only driver releases known to work, as
+    version prefixes (`30.10`, `1.22`); a driver outside the list is not known to work.
+    """
+
+    min: Version | None = None
+    compat_min: Version | None = None
+    max: Version | None = None
+    accepted: tuple[str, ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageRef:
+    """A container image: repository and tag, and the digest once it has been pinned."""
+
+    repository: str
+    tag: str
+    digest: str | None
+
+    @property
+    def reference(self) -> str:
+        """The exact string a Dockerfile's FROM uses: by digest when pinned, tag kept for readers."""
+        ref = f"{self.repository}:{self.tag}"
+        return f"{ref}@{self.digest}" if self.digest else ref
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runtime:
+    """A vendor runtime release (CUDA, ROCm, Neuron SDK, libtpu, Gaudi software, or plain CPU)."""
+
+    id: str
+    family: str
+    name: str
+    version: Version | None
+    wheel_tag: str | None
+    components: Mapping[str, str]
+    architectures: tuple[str, ...]
+    driver: DriverRule
+    base_images: Mapping[str, ImageRef]
+    sources: tuple[str, ...]
+    notes: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requirements:
+    """The pinned Python dependencies of an environment and the indexes they come from."""
+
+    packages: tuple[Requirement, ...]
+    index_url: str | None
+    extra_index_urls: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Environment:
+    """A runtime, OS base, Python and pinned dependencies, meant for a set of SKUs and tested in CI."""
+
+    id: str
+    family: str
+    runtime: str
+    description: str
+    default: bool
+    os: str
+    python: str
+    platforms: tuple[str, ...]
+    skus: tuple[str, ...]
+    requirements: Requirements
+    tests: tuple[str, ...]
+    ci_tier: CiTier
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """The whole compatibility matrix. Lookups by id; iteration in file order."""
+
+    schema_version: int
+    sources: Mapping[str, Source]
+    families: Mapping[str, Family]
+    skus: Mapping[str, Sku]
+    runtimes: Mapping[str, Runtime]
+    envs: Mapping[str, Environment]
+    path: str = field(default="matrix.toml", compare=False)
+
+    def default_env(self, family: str) -> Environment | None:
+        """The environment `nox -s <family session>` runs, if the family has one."""
+        return next((e for e in self.envs.values() if e.family == family and e.default), None)
+
+    def env_skus(self, env: Environment) -> tuple[Sku, ...]:
+        return tuple(self.skus[s] for s in env.skus)

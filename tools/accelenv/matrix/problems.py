@@ -1,0 +1,66 @@
+"""What is wrong with a matrix: one `Problem` per finding, collected, never raised one at a time."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One finding: where (dotted key path, line when known), what, and what to do about it."""
+
+    path: str
+    message: str
+    severity: Severity = Severity.ERROR
+    line: int | None = None
+    rule: str = "schema"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def render(self, source: str) -> str:
+        where = f"{source}:{self.line}" if self.line else source
+        path = f" {self.path}:" if self.path else ""
+        return f"{where}: {self.severity}:{path} {self.message}"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "severity": str(self.severity),
+            "rule": self.rule,
+            "message": self.message,
+        }
+
+
+def dotted(parts: tuple[str | int, ...] | list[str | int]) -> str:
+    """`("envs", "gpu-nvidia-cu128", "skus", 2)` -> `envs.gpu-nvidia-cu128.skus[2]`."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def suggest(wrong: str, known: Iterable[str]) -> str | None:
+    """The known name a typo most likely meant: close spelling, or a shared 4-letter prefix (archs)."""
+    names = sorted(known)
+    close = difflib.get_close_matches(wrong, names, n=1)
+    if close:
+        return close[0]
+    prefixed = [n for n in names if len(wrong) >= 4 and n.startswith(wrong[:4])]
+    return prefixed[0] if len(prefixed) == 1 else None

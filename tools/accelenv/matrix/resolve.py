@@ -1,0 +1,129 @@
+"""One environment with everything it depends on spelled out: what `accelenv show` prints and env.json holds.
+
+Pure: takes the model, returns plain JSON-ready data in a stable order.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from accelenv.errors import UsageError
+from accelenv.matrix.problems import suggest
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from accelenv.matrix.model import DriverRule, Environment, Matrix, Sku
+
+Json = dict[str, Any]
+
+
+def get_env(matrix: Matrix, env_id: str) -> Environment:
+    """The environment named `env_id`, or a usage error that suggests the closest id."""
+    if env_id in matrix.envs:
+        return matrix.envs[env_id]
+    by_session = {f.session: f.id for f in matrix.families.values()}
+    if env_id in by_session and (default := matrix.default_env(by_session[env_id])):
+        return default
+    close = suggest(env_id, [*matrix.envs, *by_session])
+    hint = f"did you mean '{close}'?" if close else "run `accelenv list` to see them"
+    raise UsageError(f"no environment '{env_id}' in {matrix.path}; {hint}")
+
+
+def _v(version: Version | None) -> str | None:
+    return str(version) if version is not None else None
+
+
+def _driver(rule: DriverRule) -> Json:
+    return {
+        "min": _v(rule.min),
+        "compat_min": _v(rule.compat_min),
+        "max": _v(rule.max),
+        "accepted": list(rule.accepted),
+        "notes": rule.notes,
+    }
+
+
+def driver_floor(rule: DriverRule, sku: Sku) -> Version | None:
+    """The driver a host with this SKU needs for the runtime's full feature set: the higher of both floors."""
+    floors = [v for v in (rule.min, sku.driver_min) if v is not None]
+    return max(floors) if floors else None
+
+
+def pip_command(env: Environment) -> list[str]:
+    """The pip invocation that installs the environment's pins from its indexes."""
+    cmd = [f"python{env.python}", "-m", "pip", "install"]
+    if env.requirements.index_url:
+        cmd += ["--index-url", env.requirements.index_url]
+    for url in env.requirements.extra_index_urls:
+        cmd += ["--extra-index-url", url]
+    return cmd + [str(r) for r in env.requirements.packages]
+
+
+def resolve(matrix: Matrix, env: Environment) -> Json:
+    family = matrix.families[env.family]
+    rt = matrix.runtimes[env.runtime]
+    image = rt.base_images[env.os]
+    skus = matrix.env_skus(env)
+    cited = dict.fromkeys([*env.sources, *rt.sources, *family.sources, *(s for sku in skus for s in sku.sources)])
+    return {
+        "id": env.id,
+        "description": env.description,
+        "default": env.default,
+        "ci_tier": str(env.ci_tier),
+        "family": {
+            "id": family.id,
+            "name": family.name,
+            "maturity": str(family.maturity),
+            "session": family.session,
+            "visible_devices_env": list(family.visible_devices_env),
+            "host_tools": list(family.host_tools),
+            "kernel_modules": list(family.kernel_modules),
+        },
+        "os": env.os,
+        "python": env.python,
+        "platforms": list(env.platforms),
+        "runtime": {
+            "id": rt.id,
+            "name": rt.name,
+            "version": _v(rt.version),
+            "wheel_tag": rt.wheel_tag,
+            "components": dict(rt.components),
+            "architectures": list(rt.architectures),
+            "driver": _driver(rt.driver),
+        },
+        "base_image": {
+            "reference": image.reference,
+            "repository": image.repository,
+            "tag": image.tag,
+            "digest": image.digest,
+            "pinned": image.digest is not None,
+        },
+        "skus": [
+            {
+                "id": sku.id,
+                "name": sku.name,
+                "arch": sku.arch,
+                "product_names": list(sku.product_names),
+                "pci_device_ids": list(sku.pci_device_ids),
+                "memory_mib": sku.memory_mib,
+                "host_arch": list(sku.host_arch),
+                "driver_min": _v(sku.driver_min),
+                "driver_floor": _v(driver_floor(rt.driver, sku)),
+            }
+            for sku in skus
+        ],
+        "requirements": {
+            "packages": [str(r) for r in env.requirements.packages],
+            "index_url": env.requirements.index_url,
+            "extra_index_urls": list(env.requirements.extra_index_urls),
+        },
+        "install": shlex.join(pip_command(env)),
+        "tests": list(env.tests),
+        "sources": [
+            {"id": s, "title": matrix.sources[s].title, "url": matrix.sources[s].url, "where": matrix.sources[s].where}
+            for s in cited
+            if s in matrix.sources
+        ],
+    }

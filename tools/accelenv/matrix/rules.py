@@ -1,0 +1,479 @@
+"""Semantic rules: what the schema cannot say. Each rule reads the model and yields findings; all run, always.
+
+The compatibility knowledge itself (which architectures a runtime supports, which driver it needs, how a
+version becomes a wheel tag, which host CPU a SKU comes in) is data in the matrix; the rules only compare.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from packaging.version import Version
+
+from accelenv.matrix.model import Environment, Family, Runtime, Sku
+from accelenv.matrix.problems import Severity, suggest
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+    from accelenv.matrix.model import Matrix
+
+Path = tuple[str | int, ...]
+_PLATFORM_ARCH = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    path: Path
+    message: str
+    rule: str
+    severity: Severity = Severity.ERROR
+
+
+Rule = Callable[["Matrix", frozenset[tuple[str, str]]], Iterator[Finding]]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+def check_rules(matrix: Matrix, skipped: frozenset[tuple[str, str]] = frozenset()) -> list[Finding]:
+    """Every finding of every rule. `skipped` names entries already refused by the schema."""
+    return [finding for each in RULES for finding in each(matrix, skipped)]
+
+
+def _ref(m: Matrix, skipped: frozenset[tuple[str, str]], section: str, value: str, path: Path) -> Iterator[Finding]:
+    """A finding when `value` names no entry of `section` (and that entry was not refused by the schema)."""
+    known: Mapping[str, object] = getattr(m, section)
+    if value in known or (section, value) in skipped:
+        return
+    close = suggest(value, known)
+    hint = f"did you mean '{close}'?" if close else f"known: {', '.join(sorted(known)) or 'none'}"
+    what = {"sources": "source", "families": "family", "runtimes": "runtime", "skus": "SKU"}[section]
+    yield Finding(path=path, message=f"{what} '{value}' is not defined under [{section}]; {hint}", rule="reference")
+
+
+@rule
+def references(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    entries: list[tuple[str, Family | Sku | Runtime | Environment]] = [
+        *(("families", f) for f in m.families.values()),
+        *(("skus", s) for s in m.skus.values()),
+        *(("runtimes", r) for r in m.runtimes.values()),
+        *(("envs", e) for e in m.envs.values()),
+    ]
+    for section, entry in entries:
+        if not isinstance(entry, Family | Environment):
+            yield from _ref(m, skipped, "families", entry.family, (section, entry.id, "family"))
+        for i, src in enumerate(entry.sources):
+            yield from _ref(m, skipped, "sources", src, (section, entry.id, "sources", i))
+    for env in m.envs.values():
+        base = ("envs", env.id)
+        yield from _ref(m, skipped, "families", env.family, (*base, "family"))
+        yield from _ref(m, skipped, "runtimes", env.runtime, (*base, "runtime"))
+        for i, sku_id in enumerate(env.skus):
+            yield from _ref(m, skipped, "skus", sku_id, (*base, "skus", i))
+
+
+@rule
+def same_family(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for env in m.envs.values():
+        rt = m.runtimes.get(env.runtime)
+        if rt and rt.family != env.family:
+            yield Finding(
+                path=("envs", env.id, "runtime"),
+                message=f"runtime '{rt.id}' belongs to family '{rt.family}', but the environment is '{env.family}'",
+                rule="family",
+            )
+        for i, sku_id in enumerate(env.skus):
+            sku = m.skus.get(sku_id)
+            if sku and sku.family != env.family:
+                yield Finding(
+                    path=("envs", env.id, "skus", i),
+                    message=f"SKU '{sku.id}' is a '{sku.family}' device; this environment is '{env.family}'",
+                    rule="family",
+                )
+
+
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+@rule
+def architecture_names(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for family in m.families.values():
+        if _compiled(family.arch_pattern) is None:
+            yield Finding(
+                path=("families", family.id, "arch_pattern"),
+                message=f"{family.arch_pattern!r} is not a valid regular expression",
+                rule="architecture",
+            )
+    named: list[tuple[Path, str, str]] = [(("skus", s.id, "arch"), s.family, s.arch) for s in m.skus.values()]
+    named += [
+        (("runtimes", r.id, "architectures", i), r.family, arch)
+        for r in m.runtimes.values()
+        for i, arch in enumerate(r.architectures)
+    ]
+    for path, family_id, arch in named:
+        owner = m.families.get(family_id)
+        pattern = _compiled(owner.arch_pattern) if owner else None
+        if owner and pattern and not pattern.fullmatch(arch):
+            yield Finding(
+                path=path,
+                message=f"{arch!r} is not a {owner.id} architecture name (expected {owner.arch_pattern})",
+                rule="architecture",
+            )
+
+
+def _runtimes_supporting(m: Matrix, sku: Sku) -> list[str]:
+    return [rt.id for rt in m.runtimes.values() if rt.family == sku.family and sku.arch in rt.architectures]
+
+
+@rule
+def architecture_support(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """Every SKU of an environment has an architecture its runtime compiles for."""
+    for env in m.envs.values():
+        rt = m.runtimes.get(env.runtime)
+        if rt is None or rt.family != env.family:
+            continue
+        for i, sku_id in enumerate(env.skus):
+            sku = m.skus.get(sku_id)
+            if sku is None or sku.family != env.family or sku.arch in rt.architectures:
+                continue
+            others = _runtimes_supporting(m, sku)
+            fix = (
+                f"use a runtime that lists it ({', '.join(others)})" if others else "no runtime in the matrix lists it"
+            )
+            yield Finding(
+                path=("envs", env.id, "skus", i),
+                message=(
+                    f"{sku.name} ({sku.id}, {sku.arch}) is not supported by {rt.name} ({rt.id}), "
+                    f"whose architectures are {', '.join(rt.architectures)}; {fix}, or drop the SKU"
+                ),
+                rule="architecture-support",
+            )
+
+
+def wheel_tag_for(fmt: str, version: Version) -> str:
+    release = (*version.release, 0, 0)
+    return fmt.format(major=release[0], minor=release[1], patch=release[2])
+
+
+@rule
+def wheel_tags(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for rt in m.runtimes.values():
+        family = m.families.get(rt.family)
+        if family is None or family.wheel_tag_format is None:
+            continue
+        if rt.version is None:
+            yield Finding(
+                path=("runtimes", rt.id),
+                message=f"missing required key 'version' ({family.id} runtimes are versioned)",
+                rule="wheel-tag",
+            )
+            continue
+        expected = wheel_tag_for(family.wheel_tag_format, rt.version)
+        if rt.wheel_tag is None:
+            yield Finding(
+                path=("runtimes", rt.id),
+                message=f"missing key 'wheel_tag': {family.id} runtimes need one ({expected!r} for {rt.version})",
+                rule="wheel-tag",
+            )
+        elif rt.wheel_tag != expected:
+            yield Finding(
+                path=("runtimes", rt.id, "wheel_tag"),
+                message=(
+                    f"{rt.wheel_tag!r} does not match version {rt.version}: "
+                    f"families.{family.id}.wheel_tag_format gives {expected!r}"
+                ),
+                rule="wheel-tag",
+            )
+
+
+def _pinned_version(req: Requirement) -> str | None:
+    specs = list(req.specifier)
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+        return specs[0].version
+    return None
+
+
+@rule
+def requirements(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """Pins are exact; a local version label agrees with the runtime and comes from a declared index."""
+    for env in m.envs.values():
+        rt = m.runtimes.get(env.runtime)
+        seen: dict[str, int] = {}
+        has_index = bool(env.requirements.index_url or env.requirements.extra_index_urls)
+        for i, req in enumerate(env.requirements.packages):
+            path = ("envs", env.id, "requirements", "packages", i)
+            name = req.name.lower().replace("_", "-").replace(".", "-")
+            if name in seen:
+                yield Finding(
+                    path=path,
+                    message=f"'{req.name}' is already required at packages[{seen[name]}]; keep one pin per package",
+                    rule="requirements",
+                )
+            seen.setdefault(name, i)
+            version = _pinned_version(req)
+            if version is None:
+                yield Finding(
+                    path=path,
+                    message=f"'{req}' is not pinned: write one exact pin, e.g. {req.name}==<version>",
+                    rule="requirements",
+                )
+                continue
+            label = version.partition("+")[2]
+            if not label:
+                continue
+            if rt is not None and rt.family == env.family and rt.wheel_tag is None:
+                yield Finding(
+                    path=path,
+                    message=(
+                        f"'{req}' is a +{label} build, but runtime {rt.id} declares no wheel_tag: "
+                        "pin the plain version or give the runtime a wheel_tag"
+                    ),
+                    rule="local-label",
+                )
+            elif rt is not None and rt.family == env.family and label != rt.wheel_tag:
+                yield Finding(
+                    path=path,
+                    message=(
+                        f"'{req}' is a +{label} build, but the runtime {rt.id} takes +{rt.wheel_tag} builds: "
+                        f"pin {req.name}=={version.partition('+')[0]}+{rt.wheel_tag} or change the runtime"
+                    ),
+                    rule="local-label",
+                )
+            if not has_index:
+                yield Finding(
+                    path=path,
+                    message=(
+                        f"'{req}' carries a local label, so it comes from a vendor index, but the environment "
+                        "declares none: add requirements.extra_index_urls"
+                    ),
+                    rule="local-label",
+                )
+
+
+@rule
+def defaults(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """Exactly one default environment per family: the one its nox session runs."""
+    by_family: dict[str, list[Environment]] = defaultdict(list)
+    for env in m.envs.values():
+        by_family[env.family].append(env)
+    for family in m.families.values():
+        envs = by_family.get(family.id, [])
+        marked = [e for e in envs if e.default]
+        if not envs:
+            yield Finding(
+                path=("families", family.id),
+                message=f"family '{family.id}' has no environment; `nox -s {family.session}` would have nothing to run",
+                rule="default-env",
+                severity=Severity.WARNING,
+            )
+        elif not marked:
+            yield Finding(
+                path=("envs", envs[0].id, "default"),
+                message=(
+                    f"family '{family.id}' has no default environment: set default = true on one of "
+                    f"{', '.join(e.id for e in envs)}"
+                ),
+                rule="default-env",
+            )
+        elif len(marked) > 1:
+            for env in marked[1:]:
+                yield Finding(
+                    path=("envs", env.id, "default"),
+                    message=f"family '{family.id}' already has default environment '{marked[0].id}'; keep one",
+                    rule="default-env",
+                )
+
+
+@rule
+def unique_names(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """Sessions, vendor ids, product names and device ids each identify one thing."""
+    sessions: dict[str, str] = {}
+    for family in m.families.values():
+        if family.session in sessions:
+            yield Finding(
+                path=("families", family.id, "session"),
+                message=f"session '{family.session}' is already the session of family '{sessions[family.session]}'",
+                rule="unique",
+            )
+        sessions.setdefault(family.session, family.id)
+    for env in m.envs.values():
+        if env.id in sessions:
+            yield Finding(
+                path=("envs", env.id),
+                message=(
+                    f"environment id '{env.id}' collides with the nox session of family '{sessions[env.id]}'; "
+                    "rename the environment (e.g. add its runtime: gpu-nvidia-cu128)"
+                ),
+                rule="unique",
+            )
+    vendors: dict[str, str] = {}
+    for family in m.families.values():
+        for i, vid in enumerate(family.pci_vendor_ids):
+            if vid in vendors and vendors[vid] != family.id:
+                yield Finding(
+                    path=("families", family.id, "pci_vendor_ids", i),
+                    message=f"PCI vendor {vid} already belongs to family '{vendors[vid]}'",
+                    rule="unique",
+                )
+            vendors.setdefault(vid, family.id)
+    claimed: dict[tuple[str, str, str], str] = {}
+    for sku in m.skus.values():
+        keys = [("pci_device_ids", d.lower()) for d in sku.pci_device_ids]
+        keys += [("product_names", " ".join(n.split()).casefold()) for n in sku.product_names]
+        for field, value in keys:
+            owner = claimed.get((sku.family, field, value))
+            if owner and owner != sku.id:
+                index = [k for k in keys if k[0] == field].index((field, value))
+                yield Finding(
+                    path=("skus", sku.id, field, index),
+                    message=f"{value!r} already identifies SKU '{owner}'; a host device must match one SKU only",
+                    rule="unique",
+                )
+            claimed.setdefault((sku.family, field, value), sku.id)
+
+
+@rule
+def identification(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for sku in m.skus.values():
+        family = m.families.get(sku.family)
+        if family and family.pci_vendor_ids and not (sku.product_names or sku.pci_device_ids):
+            yield Finding(
+                path=("skus", sku.id),
+                message="no product_names and no pci_device_ids: a host device could never be matched to this SKU",
+                rule="identification",
+            )
+    for env in m.envs.values():
+        family = m.families.get(env.family)
+        has_skus = any(s.family == env.family for s in m.skus.values())
+        if family and has_skus and not env.skus:
+            yield Finding(
+                path=("envs", env.id, "skus"),
+                message="lists no SKUs: name the devices this environment is meant for",
+                rule="identification",
+            )
+
+
+def _driver_findings(rt: Runtime) -> Iterator[Finding]:
+    d = rt.driver
+    base = ("runtimes", rt.id, "driver")
+    if d.compat_min and d.min and d.compat_min > d.min:
+        yield Finding(
+            path=(*base, "compat_min"),
+            message=f"compat_min {d.compat_min} is above min {d.min}: the degraded-mode floor must be the lower one",
+            rule="driver-range",
+        )
+    if d.compat_min and not d.min:
+        yield Finding(
+            path=(*base, "compat_min"),
+            message="compat_min without min: set min, the floor for the full feature set",
+            rule="driver-range",
+        )
+    floor = d.compat_min or d.min
+    if floor and d.max and floor >= d.max:
+        yield Finding(
+            path=(*base, "max"),
+            message=f"max {d.max} is not above the floor {floor}: no driver could satisfy this runtime",
+            rule="driver-range",
+        )
+    for i, accepted in enumerate(d.accepted):
+        if d.max and Version(accepted) >= d.max:
+            yield Finding(
+                path=(*base, "accepted", i),
+                message=f"accepted driver {accepted} is at or above max {d.max}",
+                rule="driver-range",
+            )
+
+
+@rule
+def driver_ranges(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for rt in m.runtimes.values():
+        yield from _driver_findings(rt)
+    for env in m.envs.values():
+        env_rt = m.runtimes.get(env.runtime)
+        ceiling = env_rt.driver.max if env_rt is not None else None
+        if ceiling is None:
+            continue
+        for i, sku_id in enumerate(env.skus):
+            sku = m.skus.get(sku_id)
+            if sku and sku.driver_min and sku.driver_min >= ceiling:
+                yield Finding(
+                    path=("envs", env.id, "skus", i),
+                    message=(
+                        f"{sku.name} needs driver >= {sku.driver_min}, but {env.runtime} accepts only drivers "
+                        f"below {ceiling}: no host could run this pair"
+                    ),
+                    rule="driver-range",
+                )
+
+
+@rule
+def images_and_platforms(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for env in m.envs.values():
+        rt = m.runtimes.get(env.runtime)
+        if rt and env.os not in rt.base_images:
+            yield Finding(
+                path=("envs", env.id, "os"),
+                message=(
+                    f"runtime '{rt.id}' has no base image for {env.os!r}; it has "
+                    f"{', '.join(rt.base_images)}: pick one of those or add runtimes.{rt.id}.base_images"
+                ),
+                rule="base-image",
+            )
+        archs = {_PLATFORM_ARCH[p] for p in env.platforms}
+        for i, sku_id in enumerate(env.skus):
+            sku = m.skus.get(sku_id)
+            if sku and not archs & set(sku.host_arch):
+                yield Finding(
+                    path=("envs", env.id, "skus", i),
+                    message=(
+                        f"{sku.name} hosts are {'/'.join(sku.host_arch)}, but the environment is built for "
+                        f"{', '.join(env.platforms)}: add the matching platform or drop the SKU"
+                    ),
+                    rule="platform",
+                )
+    for rt in m.runtimes.values():
+        for os_label, image in rt.base_images.items():
+            if image.digest is None:
+                yield Finding(
+                    path=("runtimes", rt.id, "base_images", os_label),
+                    message=f"{image.reference} is not pinned by digest: builds may drift when the tag moves",
+                    rule="unpinned",
+                    severity=Severity.WARNING,
+                )
+
+
+@rule
+def unused_sources(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    entries: list[Family | Sku | Runtime | Environment] = [
+        *m.families.values(),
+        *m.skus.values(),
+        *m.runtimes.values(),
+        *m.envs.values(),
+    ]
+    used = {s for entry in entries for s in entry.sources}
+    for source in m.sources.values():
+        if source.url is None and source.where is None:
+            yield Finding(
+                path=("sources", source.id),
+                message="a source needs a url, or `where` to say how to find it (repository, path, commit)",
+                rule="source",
+            )
+        if source.id not in used:
+            yield Finding(
+                path=("sources", source.id),
+                message="no entry cites this source; remove it or cite it",
+                rule="unused-source",
+                severity=Severity.WARNING,
+            )

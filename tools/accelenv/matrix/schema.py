@@ -1,0 +1,448 @@
+"""The JSON Schema (2020-12) of `matrix.toml`, built here and written to `schema/matrix.schema.json`.
+
+The schema is the first gate: shapes, closed vocabularies, and patterns that keep control characters,
+whitespace and shell metacharacters out of every value that ends up in a Dockerfile or a shell. Each property
+carries a `description` (editors show it) and, where a pattern guards it, an `x-hint` saying in words what is
+expected; validation messages use the hint instead of the raw regular expression.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import jsonschema
+
+from accelenv.matrix.problems import suggest
+
+SCHEMA_ID = "https://accelenv.dev/schema/matrix.schema.json"
+SCHEMA_VERSION = 1
+
+Json = dict[str, Any]
+
+# Patterns shared by several properties. Each refuses whitespace, quotes and shell metacharacters.
+ID = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
+VERSION = r"^[0-9][0-9A-Za-z]*(?:[.+_-][0-9A-Za-z]+)*$"
+PCI_ID = r"^0x[0-9a-f]{4}$"
+ENV_VAR = r"^[A-Z][A-Z0-9_]*$"
+TOOL = r"^[a-z0-9][a-z0-9_.-]*$"
+DEVICE_NODE = r"^/dev/[A-Za-z0-9_*?/\[\]-]+$"
+PRODUCT_NAME = r"^[A-Za-z0-9*?](?:[A-Za-z0-9 ._()/+*?-]*[A-Za-z0-9*?)])?$"
+TEXT_LINE = r"^[^\x00-\x1f\x7f]+$"
+TEXT_BLOCK = r"^[^\x00-\x09\x0b-\x1f\x7f]*$"
+OS_LABEL = r"^[a-z]+[0-9][0-9.]*$"
+PYTHON = r"^3\.[0-9]{1,2}$"
+URL = (
+    r"^(?:https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?|http://(?:localhost|127\.0\.0\.1|\[::1\])(?::[0-9]{1,5})?)"
+    r"(?:/[A-Za-z0-9._~%/+=-]*)?$"
+)
+IMAGE_REPOSITORY = r"^(?:[a-z0-9.-]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
+IMAGE_TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+DIGEST = r"^sha256:[a-f0-9]{64}$"
+REQUIREMENT = (
+    r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*\])?"
+    r"(?:(?:===?|~=|!=|>=|<=|>|<)[A-Za-z0-9.*+!_-]+(?:,(?:===?|~=|!=|>=|<=|>|<)[A-Za-z0-9.*+!_-]+)*)?$"
+)
+TEST_PATH = r"^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_./:-]*$"
+REGEX_TEXT = r"^[^\x00-\x1f\x7f]+$"
+ARCH = r"^[a-z0-9][a-z0-9_.-]*$"
+WHEEL_TAG = r"^[a-z][a-z0-9.]*$"
+WHEEL_TAG_FORMAT = r"^[a-z0-9.]*(?:\{(?:major|minor|patch)\}[a-z0-9.]*)+$"
+
+
+def _string(description: str, pattern: str, hint: str, **extra: Any) -> Json:
+    return {"type": "string", "description": description, "pattern": pattern, "x-hint": hint, **extra}
+
+
+def _list(description: str, items: Json, *, min_items: int = 0) -> Json:
+    out: Json = {"type": "array", "description": description, "items": items, "uniqueItems": True}
+    if min_items:
+        out["minItems"] = min_items
+    return out
+
+
+def _object(description: str, properties: dict[str, Json], required: tuple[str, ...] = ()) -> Json:
+    return {
+        "type": "object",
+        "description": description,
+        "additionalProperties": False,
+        "properties": properties,
+        "required": list(required),
+    }
+
+
+def _table_of(description: str, entry_ref: str) -> Json:
+    return {
+        "type": "object",
+        "description": description,
+        "propertyNames": {"pattern": ID, "x-hint": "a lower-case id: letters, digits and dashes"},
+        "additionalProperties": {"$ref": entry_ref},
+    }
+
+
+def _ids(description: str) -> Json:
+    return _list(description, {"type": "string", "pattern": ID, "x-hint": "an id: lower-case letters, digits, dashes"})
+
+
+def _sources() -> Json:
+    return _ids("Ids of entries under [sources] that back the facts of this entry.")
+
+
+def _family() -> Json:
+    return _object(
+        "An accelerator family: how a host shows it and how software selects its devices.",
+        {
+            "name": _string("Human name of the family.", TEXT_LINE, "one line of text"),
+            "maturity": {
+                "type": "string",
+                "enum": ["stable", "beta", "experimental"],
+                "description": "How far accelenv's support for this family has come.",
+            },
+            "session": _string(
+                "Name of the nox session that runs this family's default environment.", ID, "an id such as gpu-nvidia"
+            ),
+            "runtime_kind": _string("What the family's runtimes are (cuda, rocm, ...).", ID, "an id such as cuda"),
+            "pci_vendor_ids": _list(
+                "PCI vendor ids of the family's devices, as in /sys/bus/pci/devices/*/vendor.",
+                {"type": "string", "pattern": PCI_ID, "x-hint": "a PCI id like 0x10de"},
+            ),
+            "visible_devices_env": _list(
+                "Environment variables that select which devices a process sees.",
+                {"type": "string", "pattern": ENV_VAR, "x-hint": "an upper-case environment variable name"},
+            ),
+            "host_tools": _list(
+                "Host tools that report the family's devices and driver.",
+                {"type": "string", "pattern": TOOL, "x-hint": "a program name such as nvidia-smi"},
+            ),
+            "kernel_modules": _list(
+                "Kernel modules that drive the family's devices (their version is the driver version).",
+                {"type": "string", "pattern": TOOL, "x-hint": "a kernel module name"},
+            ),
+            "device_nodes": _list(
+                "Device node globs the family's containers need.",
+                {"type": "string", "pattern": DEVICE_NODE, "x-hint": "a /dev path, globs allowed"},
+            ),
+            "arch_pattern": _string(
+                "Regular expression every architecture name of this family must match (sm_90, gfx942, v6e).",
+                REGEX_TEXT,
+                "a regular expression on one line",
+            ),
+            "wheel_tag_format": _string(
+                "How a runtime's version becomes its wheel tag, e.g. cu{major}{minor} -> cu128.",
+                WHEEL_TAG_FORMAT,
+                "a format with {major}, {minor} or {patch}, e.g. rocm{major}.{minor}",
+            ),
+            "sources": _sources(),
+        },
+        required=("name", "maturity", "session", "runtime_kind", "arch_pattern"),
+    )
+
+
+def _sku() -> Json:
+    return _object(
+        "An accelerator model, identified the way host tools report it.",
+        {
+            "family": _string("Family id this SKU belongs to.", ID, "a family id"),
+            "name": _string("Marketing name.", TEXT_LINE, "one line of text"),
+            "arch": _string(
+                "Architecture as the runtimes name it: sm_90, gfx942, v6e, neuroncore-v2, gaudi3.",
+                ARCH,
+                "an architecture name such as sm_90 or gfx942",
+            ),
+            "product_names": _list(
+                "Product names as host tools print them; shell-style globs (* and ?), matched ignoring case.",
+                {"type": "string", "pattern": PRODUCT_NAME, "x-hint": "a product name, globs * and ? allowed"},
+            ),
+            "pci_device_ids": _list(
+                "PCI device ids, as in /sys/bus/pci/devices/*/device.",
+                {"type": "string", "pattern": PCI_ID, "x-hint": "a PCI id like 0x2330"},
+            ),
+            "memory_mib": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Device memory in MiB as the host tool reports it (left out when not verified).",
+            },
+            "host_arch": _list(
+                "CPU architectures of the hosts this SKU comes in (GH200 and GB200 are aarch64 only).",
+                {"type": "string", "enum": ["x86_64", "aarch64"]},
+                min_items=1,
+            ),
+            "driver_min": _string(
+                "The SKU's own minimum host driver, when it needs a newer one than its runtimes do.",
+                VERSION,
+                "a version such as 570.133.20",
+            ),
+            "sources": _sources(),
+            "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
+        },
+        required=("family", "name", "arch"),
+    )
+
+
+def _image() -> Json:
+    return _object(
+        "A container base image; the digest pins it (accelenv pin fills it in).",
+        {
+            "repository": _string(
+                "Image repository, with registry host when not Docker Hub.",
+                IMAGE_REPOSITORY,
+                "an image repository such as nvidia/cuda",
+            ),
+            "tag": _string("Image tag, kept for readers when a digest pins the image.", IMAGE_TAG, "an image tag"),
+            "digest": _string("Digest of the image index (sha256:...).", DIGEST, "sha256: and 64 hex digits"),
+        },
+        required=("repository", "tag"),
+    )
+
+
+def _driver() -> Json:
+    return _object(
+        "The host driver this runtime needs.",
+        {
+            "min": _string(
+                "Driver floor for the full feature set (for CUDA: the driver the toolkit ships with).",
+                VERSION,
+                "a driver version such as 570.124.06",
+            ),
+            "compat_min": _string(
+                "Lower floor that still works in a degraded mode (CUDA minor-version compatibility).",
+                VERSION,
+                "a driver version such as 525.60.13",
+            ),
+            "max": _string("Exclusive ceiling: drivers at or above it are refused.", VERSION, "a driver version"),
+            "accepted": _list(
+                "Driver releases known to work, as version prefixes (30.10 matches 30.10.1); others warn.",
+                {"type": "string", "pattern": VERSION, "x-hint": "a version prefix such as 30.10"},
+            ),
+            "notes": _string("What the rule means for a user.", TEXT_BLOCK, "text without control characters"),
+        },
+    )
+
+
+def _runtime() -> Json:
+    return _object(
+        "A vendor runtime release and what it needs from the host.",
+        {
+            "family": _string("Family id.", ID, "a family id"),
+            "name": _string("Human name, e.g. CUDA 12.8 Update 1.", TEXT_LINE, "one line of text"),
+            "version": _string("Full version of the runtime.", VERSION, "a version such as 12.8.1"),
+            "wheel_tag": _string(
+                "Local version label of the framework wheels built for it (cu128, rocm6.4, cpu).",
+                WHEEL_TAG,
+                "a wheel tag such as cu128",
+            ),
+            "components": {
+                "type": "object",
+                "description": "Component versions shipped with the runtime (cudnn, nccl, hip, neuronx-cc, ...).",
+                "propertyNames": {"pattern": r"^[a-z][a-z0-9_-]*$", "x-hint": "a lower-case component name"},
+                "additionalProperties": _string("Component version.", VERSION, "a version"),
+            },
+            "architectures": _list(
+                "Device architectures this runtime compiles for and supports.",
+                {"type": "string", "pattern": ARCH, "x-hint": "an architecture name"},
+                min_items=1,
+            ),
+            "driver": {"$ref": "#/$defs/driver", "description": "The host driver this runtime needs."},
+            "base_images": {
+                "type": "object",
+                "description": "Base image per OS label (ubuntu24.04, debian12, ...).",
+                "propertyNames": {"pattern": OS_LABEL, "x-hint": "an OS label such as ubuntu24.04"},
+                "additionalProperties": {"$ref": "#/$defs/image"},
+                "minProperties": 1,
+            },
+            "sources": _sources(),
+            "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
+        },
+        required=("family", "name", "architectures", "base_images"),
+    )
+
+
+def _requirements() -> Json:
+    return _object(
+        "Pinned Python dependencies and the package indexes they come from.",
+        {
+            "packages": _list(
+                "Requirements, each pinned exactly (name==version, local label included: torch==2.9.1+cu128).",
+                {
+                    "type": "string",
+                    "pattern": REQUIREMENT,
+                    "x-hint": "a requirement like torch==2.9.1+cu128 (no spaces, no environment markers)",
+                },
+            ),
+            "index_url": _string("Replaces PyPI as the main index.", URL, "an https:// URL"),
+            "extra_index_urls": _list(
+                "Further indexes, e.g. the PyTorch cu128 index or the Neuron repository.",
+                {"type": "string", "pattern": URL, "x-hint": "an https:// URL"},
+            ),
+        },
+        required=("packages",),
+    )
+
+
+def _env() -> Json:
+    return _object(
+        "An environment: runtime, OS base, Python and pinned dependencies, for a set of SKUs.",
+        {
+            "family": _string("Family id.", ID, "a family id"),
+            "runtime": _string("Runtime id (under [runtimes]).", ID, "a runtime id"),
+            "description": _string("One line for `accelenv list` and `nox -l`.", TEXT_LINE, "one line of text"),
+            "default": {
+                "type": "boolean",
+                "description": "The environment the family's nox session runs; exactly one per family.",
+            },
+            "os": _string("OS base label; the runtime must have a base image for it.", OS_LABEL, "e.g. ubuntu24.04"),
+            "python": _string("Python version, major.minor.", PYTHON, "a version such as 3.12"),
+            "platforms": _list(
+                "Container platforms the environment is built and locked for.",
+                {"type": "string", "enum": ["linux/amd64", "linux/arm64"]},
+                min_items=1,
+            ),
+            "skus": _ids("SKU ids this environment is meant for."),
+            "requirements": {
+                "$ref": "#/$defs/requirements",
+                "description": "Pinned Python dependencies and their package indexes.",
+            },
+            "tests": _list(
+                "pytest arguments (paths, node ids) the environment's session runs.",
+                {"type": "string", "pattern": TEST_PATH, "x-hint": "a relative path inside the repository"},
+                min_items=1,
+            ),
+            "ci_tier": {
+                "type": "string",
+                "enum": ["pr", "nightly", "release"],
+                "description": "Which CI runs it: every pull request, nightly, or only before a release.",
+            },
+            "sources": _sources(),
+        },
+        required=("family", "runtime", "description", "os", "python", "platforms", "requirements", "tests", "ci_tier"),
+    )
+
+
+def _source() -> Json:
+    return _object(
+        "A public source that backs facts in the matrix.",
+        {
+            "title": _string("What the source is.", TEXT_LINE, "one line of text"),
+            "url": _string("Where to read it.", URL, "an https:// URL"),
+            "where": _string(
+                "Where to find it when it has no stable URL: a repository path and commit, a capture's file name.",
+                TEXT_LINE,
+                "one line of text",
+            ),
+        },
+        required=("title",),
+    )
+
+
+@cache
+def matrix_schema() -> Json:
+    """The schema as a dict (cached: callers must not mutate it)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "accelenv compatibility matrix",
+        "description": "Accelerator families, SKUs, runtimes with their driver rules, and environments.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["schema_version", "families", "skus", "runtimes", "envs"],
+        "properties": {
+            "schema_version": {
+                "const": SCHEMA_VERSION,
+                "description": "Version of this schema the file is written for.",
+            },
+            "sources": _table_of("Public sources, referenced by id from the entries.", "#/$defs/source"),
+            "families": _table_of("Accelerator families, keyed by id.", "#/$defs/family"),
+            "skus": _table_of("Accelerator models, keyed by id.", "#/$defs/sku"),
+            "runtimes": _table_of("Runtime releases, keyed by id.", "#/$defs/runtime"),
+            "envs": _table_of("Environments, keyed by id.", "#/$defs/env"),
+        },
+        "$defs": {
+            "source": _source(),
+            "family": _family(),
+            "sku": _sku(),
+            "driver": _driver(),
+            "image": _image(),
+            "runtime": _runtime(),
+            "requirements": _requirements(),
+            "env": _env(),
+        },
+    }
+
+
+def schema_text() -> str:
+    """The schema file's exact content (stable key order, trailing newline)."""
+    return json.dumps(matrix_schema(), indent=2, sort_keys=False) + "\n"
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(matrix_schema())
+    cls.check_schema(matrix_schema())
+    return cls(matrix_schema())
+
+
+def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], str]:
+    """A key path and a message in words for one schema error."""
+    path = tuple(error.absolute_path)
+    schema: Json = error.schema if isinstance(error.schema, dict) else {}
+    match error.validator:
+        case "additionalProperties":
+            known = sorted(schema.get("properties", {}))
+            unknown = [k for k in error.instance if k not in known] if isinstance(error.instance, dict) else []
+            messages = []
+            for key in unknown:
+                close = suggest(key, known)
+                hint = f"; did you mean '{close}'?" if close else f"; known keys: {', '.join(known)}"
+                messages.append(f"unknown key '{key}'{hint}")
+            if len(unknown) == 1:
+                return (*path, unknown[0]), messages[0]
+            return path, "; ".join(messages)
+        case "required":
+            missing = str(error.message).split("'")[1] if "'" in str(error.message) else str(error.message)
+            description = schema.get("properties", {}).get(missing, {}).get("description", "")
+            suffix = f" ({description})" if description else ""
+            return path, f"missing required key '{missing}'{suffix}"
+        case "pattern" if "propertyNames" in error.absolute_schema_path:
+            hint = schema.get("x-hint", "a lower-case id")
+            return (*path, str(error.instance)), f"{error.instance!r} is not a valid key: expected {hint}"
+        case "pattern":
+            hint = schema.get("x-hint", f"a value matching {error.validator_value}")
+            if error.instance == "":
+                return path, f"must not be empty: expected {hint}"
+            return path, f"{error.instance!r} is not valid here: expected {hint}"
+        case "enum":
+            options = [str(v) for v in schema.get("enum", ())]
+            allowed = ", ".join(repr(v) for v in options)
+            close = suggest(str(error.instance), options)
+            hint = f"; did you mean {close!r}?" if close else ""
+            return path, f"{error.instance!r} is not one of {allowed}{hint}"
+        case "type":
+            return path, f"expected {error.validator_value}, found {type(error.instance).__name__} {error.instance!r}"
+        case "const":
+            return path, f"must be {error.validator_value!r}, found {error.instance!r}"
+        case "uniqueItems":
+            return path, "lists the same item twice"
+        case "minItems":
+            return path, "must not be empty"
+        case "minProperties":
+            return path, "must have at least one entry"
+        case _:
+            return path, str(error.message)
+
+
+def schema_errors(document: object) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every schema violation of a parsed matrix as (key path, message in words), in document order."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    errors = _validator().iter_errors(document)  # type: ignore[arg-type]
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        found.extend(_explain(leaf) for leaf in _leaves(error))
+    return found
+
+
+def _leaves(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    # `additionalProperties` with `$ref` reports errors of the referenced schema as context-less errors already;
+    # only combinators (anyOf/oneOf) carry sub-errors, and we use none. Kept for safety if one is added.
+    if error.context:
+        return [leaf for sub in error.context for leaf in _leaves(sub)]
+    return [error]
