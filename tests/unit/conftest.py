@@ -1,0 +1,25 @@
+"""Unit tests run no vendor tool, no docker and no network: any attempt fails loudly."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from typing import NoReturn
+
+import pytest
+
+
+def _forbidden(what: str) -> NoReturn:
+    raise AssertionError(f"unit tests must not {what}; use a fake (see tests/unit/conftest.py)")
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_world(monkeypatch: pytest.MonkeyPatch) -> None:
+    def popen(*args: object, **kwargs: object) -> NoReturn:
+        _forbidden(f"start a process ({args[0] if args else '?'})")
+
+    def connect(self: socket.socket, address: object) -> NoReturn:
+        _forbidden(f"open a network connection ({address})")
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(socket.socket, "connect", connect)

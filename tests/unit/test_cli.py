@@ -1,0 +1,208 @@
+"""The command line: list, show, validate, schema; exit codes; JSON contracts; help everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from accelenv.cli import build_parser, main
+from accelenv.fileio import write_atomic
+from accelenv.matrix.locate import LineIndex
+
+REPO = Path(__file__).resolve().parents[2]
+MATRIX = str(REPO / "matrix.toml")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["--matrix", MATRIX, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_shipped(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "validate")
+    assert code == 0
+    assert out.rstrip().splitlines()[-1].endswith("warning(s)")
+    assert ": valid: 6 families," in out
+
+
+def test_validate_strict_turns_warnings_into_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "validate", "--strict")
+    assert code == 1  # base images are not pinned by digest yet
+    assert "error: runtimes.cuda-12-8.base_images.ubuntu24.04: nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04" in out
+
+
+def test_list_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "list", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    by_id = {r["id"]: r for r in rows}
+    cu128 = by_id["gpu-nvidia-cu128"]
+    assert cu128["family"] == "nvidia"
+    assert cu128["runtime"] == {"id": "cuda-12-8", "name": "CUDA 12.8 Update 1", "version": "12.8.1"}
+    assert cu128["python"] == "3.12"
+    assert cu128["default"] is True
+    assert cu128["tier"] == "pr"
+    assert "b200" in cu128["skus"]
+    assert [r["id"] for r in rows if r["default"]] == [
+        "cpu-py311",
+        "gpu-nvidia-cu128",
+        "gpu-amd-rocm64",
+        "tpu-jax-0-8",
+        "neuron-2-31",
+        "gaudi-1-23",
+    ]
+
+
+def test_list_family_filter_and_unknown_family(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "list", "--family", "amd")
+    assert code == 0
+    assert "gpu-amd-rocm64 *" in out
+    assert "gpu-nvidia" not in out
+    code, _, err = run(capsys, "list", "--family", "intel")
+    assert code == 2
+    assert "no family 'intel'; families are: nvidia, amd, tpu, neuron, gaudi, cpu" in err
+
+
+def test_show_json_is_fully_resolved(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", "gpu-nvidia-cu128", "--json")
+    assert code == 0
+    env = json.loads(out)
+    assert env["runtime"]["driver"] == {
+        "min": "570.124.06",
+        "compat_min": "525.60.13",
+        "max": None,
+        "accepted": [],
+        "notes": env["runtime"]["driver"]["notes"],
+    }
+    assert env["base_image"] == {
+        "reference": "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04",
+        "repository": "nvidia/cuda",
+        "tag": "12.8.1-cudnn-runtime-ubuntu24.04",
+        "digest": None,
+        "pinned": False,
+    }
+    skus = {s["id"]: s for s in env["skus"]}
+    assert skus["b200"]["driver_floor"] == "570.133.20"  # the SKU's own floor is above the toolkit's
+    assert skus["h100-sxm"]["driver_floor"] == "570.124.06"
+    assert skus["rtx-pro-6000-server"]["driver_floor"] == "575.57.08"
+    assert env["install"] == (
+        "python3.12 -m pip install --extra-index-url https://download.pytorch.org/whl/cu128 "
+        "torch==2.9.1+cu128 ray==2.60.0"
+    )
+    assert {s["id"] for s in env["sources"]} >= {"cuda-release-notes", "pytorch-wheel-listing", "cuda-gpus"}
+
+
+def test_show_session_name_picks_default(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", "gpu-amd")
+    assert code == 0
+    assert out.startswith("gpu-amd-rocm64: ")
+    assert "known good: 30.10.1, 30.30.2, 30.30.3" in out
+    assert "docker run --rm -it rocm/dev-ubuntu-24.04:6.4.1" in out
+
+
+def test_show_unknown_env_suggests(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "show", "gpu-nvidia-cu127")
+    assert code == 2
+    assert "no environment 'gpu-nvidia-cu127'" in err
+    assert "did you mean 'gpu-nvidia-cu12" in err
+    assert "Traceback" not in err
+
+
+def test_commands_on_an_invalid_matrix_point_at_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "matrix.toml"
+    path.write_text((REPO / "matrix.toml").read_text().replace('ci_tier = "pr"', 'ci_tier = "often"', 1))
+    assert main(["--matrix", str(path), "list"]) == 1
+    err = capsys.readouterr().err
+    assert "envs.cpu-py311.ci_tier: 'often' is not one of" in err
+    assert "run `accelenv validate` for details" in err
+
+
+def test_matrix_found_from_env_var_and_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ACCELENV_MATRIX", MATRIX)
+    assert main(["list"]) == 0
+    monkeypatch.delenv("ACCELENV_MATRIX")
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    shutil.copy(MATRIX, tmp_path / "matrix.toml")
+    monkeypatch.chdir(nested)
+    assert main(["list", "--json"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path.parent)
+    os.environ.pop("ACCELENV_MATRIX", None)
+    assert main(["list"]) == 2
+    assert "no matrix.toml in" in capsys.readouterr().err
+
+
+def test_schema_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "schema.json"
+    assert main(["schema", "--check", "-o", str(target)]) == 1
+    assert main(["schema", "--write", "-o", str(target)]) == 0
+    assert main(["schema", "--check", "-o", str(target)]) == 0
+    before = target.stat().st_mtime_ns
+    assert main(["schema", "--write", "-o", str(target)]) == 0
+    assert target.stat().st_mtime_ns == before  # a no-op write leaves the file untouched
+    assert "unchanged" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["validate", "list", "show", "schema"])
+def test_help_has_examples(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "examples:" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["frobnicate"])
+    assert exit_info.value.code == 2
+    capsys.readouterr()
+
+
+def test_module_entry_point_exists() -> None:
+    assert (REPO / "tools" / "accelenv" / "__main__.py").is_file()
+
+
+def test_write_atomic_replaces_and_cleans_up(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "file.txt"
+    write_atomic(target, "one\n")
+    write_atomic(target, "two\n")
+    assert target.read_text() == "two\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["file.txt"]
+
+
+def test_line_index_handles_toml_shapes() -> None:
+    text = "\n".join(
+        [
+            "top = 1",  # 1
+            "[envs.a]",  # 2
+            'skus = [',  # 3
+            '  "x", # ] not the end',  # 4
+            "]",  # 5
+            'notes = """',  # 6
+            "[not.a.table]",  # 7
+            '"""',  # 8
+            'base_images."ubuntu24.04" = { repository = "r", tag = "t" }',  # 9
+            "[[arr]]",  # 10
+            "k = 1",  # 11
+            "[[arr]]",  # 12
+            "k = 2",  # 13
+        ]
+    )
+    index = LineIndex(text)
+    assert index.line_of(["top"]) == 1
+    assert index.line_of(["envs", "a", "skus", 1]) == 3
+    assert index.line_of(["envs", "a", "notes"]) == 6
+    assert index.line_of(["not", "a", "table"]) is None
+    assert index.line_of(["envs", "a", "base_images", "ubuntu24.04", "tag"]) == 9
+    assert index.line_of(["arr", "1", "k"]) == 13
+    assert index.line_of(["envs", "b"]) is None
