@@ -1,7 +1,7 @@
 """nox sessions. Thin on purpose: the logic lives in the accelenv package.
 
-    nox -s lint tests     the test suite (what .ci/run runs)
-    nox -s validate       check matrix.toml and the committed schema
+nox -s lint tests     the test suite (what .ci/run runs)
+nox -s validate       check matrix.toml and the committed schema
 """
 
 from __future__ import annotations

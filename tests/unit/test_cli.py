@@ -113,9 +113,7 @@ def test_show_unknown_env_suggests(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Traceback" not in err
 
 
-def test_commands_on_an_invalid_matrix_point_at_validate(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_commands_on_an_invalid_matrix_point_at_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "matrix.toml"
     path.write_text((REPO / "matrix.toml").read_text().replace('ci_tier = "pr"', 'ci_tier = "often"', 1))
     assert main(["--matrix", str(path), "list"]) == 1
@@ -185,7 +183,7 @@ def test_line_index_handles_toml_shapes() -> None:
         [
             "top = 1",  # 1
             "[envs.a]",  # 2
-            'skus = [',  # 3
+            "skus = [",  # 3
             '  "x", # ] not the end',  # 4
             "]",  # 5
             'notes = """',  # 6
