@@ -1,0 +1,430 @@
+"""AMD parsers against real captures (../shared/fixtures, see its SOURCES.md) and small inline ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accelenv.host.facts import DeviceFacts, ParseError
+from accelenv.host.probes import amd
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+FIXTURES = Path(os.environ.get("ACCELENV_FIXTURES", Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"))
+
+
+def capture(name: str) -> str:
+    """A capture from the shared fixtures: skipped when absent, a failure in CI (CI=true), where it must be there."""
+    path = FIXTURES / name
+    if not path.is_file():
+        message = f"capture {name} not found in {FIXTURES}; clone ../shared beside the repo or set ACCELENV_FIXTURES"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path.read_text(encoding="utf-8")
+
+
+STATIC_MI350X = "amd-smi-static-EXCERPT__rocm-systems-PR2987__MI350X.txt"
+STATIC_JSON_BARE_LIST = "amd-smi-static-clock-json-EXCERPT__rocprofiler-compute-PR836__MI355-bare-list.txt"
+STATIC_JSON_ENVELOPE = "amd-smi-static-json-EXCERPT__ajean-issue39__RX7800XT-gpu_data-envelope.txt"
+VERSION_LINES = "amd-smi-version__k8s-device-plugin-issue157-and-legacy-rocm-build-issue4759.txt"
+ROCM_SMI_MI100_571 = "rocm-smi-json__telegraf__mi100_rocm571.json"
+ROCM_SMI_MI100_602 = "rocm-smi-json__telegraf__mi100_rocm602.json"
+ROCM_SMI_RX6700XT = "rocm-smi-json__telegraf__rx6700xt_rocm612.json"
+ROCM_SMI_MI50 = "rocm-smi-json__telegraf__vega-20-WKS-GL-XE.json"
+
+# Inline captures in the real formats, with figures from the MI300X x4 captures (rocminfo: gfx942:sramecc+:xnack-,
+# "AMD Instinct MI300X"; rocm-smi -a: 0x74a1, 0000:26:00.0, driver 6.7.0; hipDeviceQuery: 196592 MB) and from
+# the MI350X `amd-smi static` excerpt.
+STATIC_JSON_MI300X = """{
+    "gpu_data": [
+        {
+            "gpu": 0,
+            "asic": {
+                "market_name": "AMD Instinct MI300X",
+                "vendor_id": "0x1002",
+                "device_id": "0x74a1",
+                "target_graphics_version": "gfx942:sramecc+:xnack-"
+            },
+            "bus": {"bdf": "0000:26:00.0", "max_pcie_width": 16},
+            "driver": {"name": "amdgpu", "version": "6.7.0"},
+            "vram": {"type": "HBM", "vendor": "N/A", "size": {"value": 196592, "unit": "MB"}}
+        }
+    ]
+}"""
+STATIC_JSON_MI350X_BARE = """[
+    {
+        "gpu": 0,
+        "asic": {"market_name": "AMD Instinct MI350X", "device_id": "0x75a0", "target_graphics_version": "gfx950"},
+        "bus": {"bdf": "0000:05:00.0"},
+        "driver": {"name": "amdgpu", "version": "6.18.3"},
+        "vram": "N/A"
+    }
+]"""
+ROCM_SMI_JSON_RX6700XT = """{
+    "card0": {
+        "Device Name": "Navi 22 [Radeon RX 6700/6700 XT / 6800M]",
+        "Device ID": "0x73df",
+        "Unique ID": "N/A",
+        "PCI Bus": "0000:07:00.0",
+        "VRAM Total Memory (B)": "12868124672",
+        "Card Series": "Navi 22 [Radeon RX 6700/6700 XT / 6800M]",
+        "GFX Version": "gfx1031"
+    },
+    "system": {"Driver version": "6.3.6"}
+}"""
+VERSION_LINE_LEGACY = (
+    "AMDSMI Tool: 25.4.2+aca1101 | AMDSMI Library version: 25.4.0 | ROCm version: 6.4.1 | amdgpu version: 6.10.5 "
+    "| amd_hsmp version: N/A"
+)
+
+MI300X = DeviceFacts(
+    index=0,
+    name="AMD Instinct MI300X",
+    arch="gfx942",
+    memory_mib=196592,
+    pci_bus_id="0000:26:00.0",
+    pci_device_id="0x74a1",
+    extra={"gfx_target": "gfx942:sramecc+:xnack-", "driver_version": "6.7.0"},
+)
+MI350X = DeviceFacts(
+    index=0,
+    name="AMD Instinct MI350X",
+    arch="gfx950",
+    pci_bus_id="0000:05:00.0",
+    pci_device_id="0x75a0",
+    extra={"driver_version": "6.18.3"},
+)
+RX6700XT = DeviceFacts(
+    index=0,
+    name="Navi 22 [Radeon RX 6700/6700 XT / 6800M]",
+    arch="gfx1031",
+    memory_mib=12272,
+    pci_bus_id="0000:07:00.0",
+    pci_device_id="0x73df",
+)
+
+
+# ---- amd-smi static --json ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (STATIC_JSON_MI300X, (MI300X,)),
+        (STATIC_JSON_MI350X_BARE, (MI350X,)),
+        ("[]", ()),
+        ('{"gpu_data": []}', ()),
+    ],
+    ids=["gpu_data-envelope-MI300X", "bare-list-MI350X", "no-gpus-bare", "no-gpus-envelope"],
+)
+def test_amd_smi_static_json_reads_both_shapes(text: str, expected: tuple[DeviceFacts, ...]) -> None:
+    assert amd.parse_amd_smi_static_json(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("size", "mib"),
+    [
+        ({"value": 196592, "unit": "MB"}, 196592),
+        ("64289 MB", 64289),
+        (64289, 64289),
+        ({"value": 34342961152, "unit": "B"}, 32752),
+        ({"value": 192, "unit": "GB"}, 196608),
+        ("N/A", None),
+        (None, None),
+    ],
+)
+def test_amd_smi_vram_size_is_read_in_mib(size: object, mib: int | None) -> None:
+    text = json.dumps([{"gpu": 3, "vram": {"size": size}}])
+    (device,) = amd.parse_amd_smi_static_json(text)
+    assert (device.index, device.memory_mib) == (3, mib)
+
+
+def test_amd_smi_static_json_skips_cpu_entries_and_leading_noise() -> None:
+    text = "~$ amd-smi static --json\n" + json.dumps([{"cpu": 0, "smu": {}}, {"gpu": 1, "asic": "N/A"}])
+    assert amd.parse_amd_smi_static_json(text) == (DeviceFacts(index=1),)
+
+
+def test_amd_smi_static_json_envelope_capture_reads_once_completed() -> None:
+    """The RX 7800 XT excerpt (Python warnings, then JSON) is cut mid-document; closed after `bdf` it parses."""
+    text = capture(STATIC_JSON_ENVELOPE)
+    head = text[: text.index('"bdf": "0000:03:00.0"') + len('"bdf": "0000:03:00.0"')]
+    (device,) = amd.parse_amd_smi_static_json(head + "}}]}")
+    assert device == DeviceFacts(
+        index=0, name="AMD Radeon RX 7800 XT", arch="gfx1101", pci_bus_id="0000:03:00.0", pci_device_id="0x747e"
+    )
+
+
+@pytest.mark.parametrize("name", [STATIC_JSON_ENVELOPE, STATIC_JSON_BARE_LIST])
+def test_amd_smi_static_json_excerpts_are_truncated(name: str) -> None:
+    with pytest.raises(ParseError, match=r"^amd-smi static --json: the output ends inside the JSON document"):
+        amd.parse_amd_smi_static_json(capture(name))
+
+
+def test_amd_smi_static_human_output_is_not_json() -> None:
+    with pytest.raises(ParseError, match=r"^amd-smi static --json: expected JSON output, found '\$ amd-smi static"):
+        amd.parse_amd_smi_static_json(capture(STATIC_MI350X))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "amd-smi static --json: expected JSON output, found empty output"),
+        (
+            '{"cpu_data": []}',
+            "amd-smi static --json: expected a 'gpu_data' list in the top-level object, found keys: cpu_data",
+        ),
+        ('{"gpu_data": {}}', "amd-smi static --json: expected a list of GPU objects, found an object"),
+        ("[1]", "amd-smi static --json: expected an object for GPU entry 0, found '1'"),
+        ('[{"gpu": "zero"}]', "amd-smi static --json: GPU entry 0: 'gpu': expected a whole number, found 'zero'"),
+        (
+            '[{"gpu": 0, "vram": {"size": "16 furlongs"}}]',
+            (
+                "amd-smi static --json: GPU entry 0: 'vram.size': expected a size in B, KB, MB or GB, "
+                "found the unit 'furlongs'"
+            ),
+        ),
+        (
+            '[{"gpu": 0, "vram": {"size": "lots"}}]',
+            "amd-smi static --json: GPU entry 0: 'vram.size': expected a size such as '196592 MB', found 'lots'",
+        ),
+        ('[{"gpu": 0}] trailing', "amd-smi static --json: unexpected text after the JSON document: 'trailing'"),
+    ],
+)
+def test_amd_smi_static_json_errors_say_what_was_expected(text: str, message: str) -> None:
+    with pytest.raises(ParseError, match=f"^{re.escape(message)}$"):
+        amd.parse_amd_smi_static_json(text)
+
+
+# ---- amd-smi version ---------------------------------------------------------------------------------------------
+
+
+def _version_lines() -> list[str]:
+    return [line for line in capture(VERSION_LINES).splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_amd_smi_version_captures() -> None:
+    in_tree_driver, dkms_driver = _version_lines()
+    # issue #157: the in-tree amdgpu reports the kernel banner as its version, which is no driver version
+    assert amd.parse_amd_smi_version(in_tree_driver) == (None, "6.4.0")
+    assert amd.parse_amd_smi_version(dkms_driver) == ("6.10.5", "6.4.1")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (VERSION_LINE_LEGACY, ("6.10.5", "6.4.1")),
+        (VERSION_LINE_LEGACY.replace(" | ", "\n"), ("6.10.5", "6.4.1")),
+        ("AMDSMI Tool: 25.3.0 | ROCm version: N/A | amdgpu version: N/A", (None, None)),
+    ],
+    ids=["one-line", "one-field-per-line", "not-available"],
+)
+def test_amd_smi_version_forms(text: str, expected: tuple[str | None, str | None]) -> None:
+    assert amd.parse_amd_smi_version(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "amd-smi version: expected fields such as 'ROCm version:' and 'amdgpu version:', found empty output"),
+        (
+            "command not found",
+            "amd-smi version: expected fields such as 'ROCm version:' and 'amdgpu version:', found 'command not found'",
+        ),
+        ("ROCm version: seven", "amd-smi version: expected a version after 'ROCm version:', found 'seven'"),
+    ],
+)
+def test_amd_smi_version_errors(text: str, message: str) -> None:
+    with pytest.raises(ParseError, match=f"^{re.escape(message)}$"):
+        amd.parse_amd_smi_version(text)
+
+
+# ---- rocm-smi --json ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "driver", "bus_ids", "first"),
+    [
+        (
+            ROCM_SMI_MI100_571,
+            "6.2.4",
+            ("0000:1e:00.0", "0000:22:00.0", "0000:3f:00.0", "0000:43:00.0", "0000:46:00.0", "0000:49:00.0"),
+            DeviceFacts(
+                index=0,
+                name="Arcturus GL-XL [Instinct MI100]",
+                memory_mib=32752,
+                pci_bus_id="0000:1e:00.0",
+                pci_device_id="0x738c",
+            ),
+        ),
+        (
+            ROCM_SMI_MI100_602,
+            "6.3.6",
+            ("0000:83:00.0", "0000:a3:00.0", "0000:c3:00.0", "0000:e3:00.0"),
+            DeviceFacts(
+                index=0,
+                name="Arcturus GL-XL [Instinct MI100]",
+                memory_mib=32752,
+                pci_bus_id="0000:83:00.0",
+                pci_device_id="0x738c",
+                extra={"unique_id": "0x79ccd55167a2124a"},
+            ),
+        ),
+        (ROCM_SMI_RX6700XT, "6.3.6", ("0000:07:00.0",), RX6700XT),
+        (
+            ROCM_SMI_MI50,
+            "5.9.17",
+            ("0000:63:00.0",),
+            DeviceFacts(
+                index=0,
+                name="Radeon Instinct MI50 32GB",
+                memory_mib=32752,
+                pci_bus_id="0000:63:00.0",
+                pci_device_id="0x66a1",
+                extra={"unique_id": "0x2f048617326b1ea"},
+            ),
+        ),
+    ],
+    ids=["mi100-rocm5.7.1", "mi100-rocm6.0.2", "rx6700xt-rocm6.1.2", "mi50"],
+)
+def test_rocm_smi_json_captures(name: str, driver: str, bus_ids: tuple[str, ...], first: DeviceFacts) -> None:
+    facts = amd.parse_rocm_smi_json(capture(name))
+    assert (facts.family, facts.tool, facts.driver_version, facts.runtime_version) == ("amd", "rocm-smi", driver, None)
+    assert tuple(d.pci_bus_id for d in facts.devices) == bus_ids
+    assert [d.index for d in facts.devices] == list(range(len(bus_ids)))
+    assert facts.devices[0] == first
+
+
+def test_rocm_smi_json_inline() -> None:
+    facts = amd.parse_rocm_smi_json(ROCM_SMI_JSON_RX6700XT)
+    assert (facts.driver_version, facts.devices) == ("6.3.6", (RX6700XT,))
+
+
+def test_rocm_smi_json_orders_cards_by_number() -> None:
+    text = json.dumps({"card10": {}, "card2": {"GPU ID": "0x738C"}, "system": {}})
+    facts = amd.parse_rocm_smi_json(text)
+    assert [(d.index, d.pci_device_id) for d in facts.devices] == [(2, "0x738c"), (10, None)]
+    assert facts.driver_version is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "rocm-smi --json: expected JSON output, found empty output"),
+        ("[]", "rocm-smi --json: expected an object with 'card0'... and 'system', found a list"),
+        ('{"gpu0": {}}', "rocm-smi --json: expected 'card0'... objects or a 'system' object, found keys: gpu0"),
+        ('{"card0": "N/A"}', "rocm-smi --json: expected an object for 'card0', found 'N/A'"),
+        (
+            '{\n"card0": {\n',
+            "rocm-smi --json: the output ends inside the JSON document (truncated), found '{ \"card0\": {'",
+        ),
+    ],
+)
+def test_rocm_smi_json_errors(text: str, message: str) -> None:
+    with pytest.raises(ParseError, match=f"^{re.escape(message)}$"):
+        amd.parse_rocm_smi_json(text)
+
+
+# ---- /opt/rocm/.info/version -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("6.4.1-120\n", "6.4.1"), ("6.3.0", "6.3.0"), ("7.0.2-56 ", "7.0.2"), ("5.7", "5.7")]
+)
+def test_rocm_version_file(text: str, expected: str) -> None:
+    assert amd.rocm_version_from_file(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "\n", "six", "6", "6.4.1 beta"])
+def test_rocm_version_file_garbage(text: str) -> None:
+    with pytest.raises(ParseError, match=r"^/opt/rocm/\.info/version: expected a version such as '6\.4\.1-120'"):
+        amd.rocm_version_from_file(text)
+
+
+# ---- never anything but ParseError ---------------------------------------------------------------------------------
+
+PARSERS: dict[str, Callable[[str], object]] = {
+    "amd-smi-static-json": amd.parse_amd_smi_static_json,
+    "amd-smi-version": amd.parse_amd_smi_version,
+    "rocm-smi-json": amd.parse_rocm_smi_json,
+    "rocm-version-file": amd.rocm_version_from_file,
+}
+JSON_KEYS = st.sampled_from(
+    ["gpu_data", "gpu", "cpu", "asic", "market_name", "device_id", "target_graphics_version", "bus", "bdf", "vram",
+     "size", "value", "unit", "driver", "version", "card0", "card12", "system", "Driver version", "Card series",
+     "Device ID", "GPU ID", "GFX Version", "PCI Bus", "VRAM Total Memory (B)", "Unique ID"]
+)  # fmt: skip
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(JSON_KEYS | st.text(max_size=6), children, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+def outcome(parser: Callable[[str], object], text: str) -> str:
+    """ "ok", or the ParseError's message; any other exception escapes and fails the test."""
+    try:
+        parser(text)
+    except ParseError as error:
+        return str(error)
+    return "ok"
+
+
+@pytest.mark.parametrize("parser", PARSERS.values(), ids=PARSERS.keys())
+@settings(max_examples=200, deadline=None)
+@given(text=st.text())
+def test_random_text_gives_facts_or_parse_error(parser: Callable[[str], object], text: str) -> None:
+    assert outcome(parser, text)
+
+
+@pytest.mark.parametrize("parser", [amd.parse_amd_smi_static_json, amd.parse_rocm_smi_json])
+@settings(max_examples=200, deadline=None)
+@given(value=JSON_VALUES)
+def test_random_json_gives_facts_or_parse_error(parser: Callable[[str], object], value: object) -> None:
+    assert outcome(parser, json.dumps(value))
+
+
+@pytest.mark.parametrize(
+    ("parser", "name"),
+    [
+        (amd.parse_amd_smi_static_json, STATIC_JSON_ENVELOPE),
+        (amd.parse_amd_smi_static_json, STATIC_JSON_BARE_LIST),
+        (amd.parse_amd_smi_version, VERSION_LINES),
+        (amd.parse_rocm_smi_json, ROCM_SMI_MI100_571),
+        (amd.parse_rocm_smi_json, ROCM_SMI_RX6700XT),
+        (amd.rocm_version_from_file, VERSION_LINES),
+    ],
+)
+def test_truncated_captures_give_facts_or_parse_error(parser: Callable[[str], object], name: str) -> None:
+    text = capture(name)
+
+    @settings(max_examples=200, deadline=None)
+    @given(cut=st.integers(min_value=0, max_value=len(text)))
+    def check(cut: int) -> None:
+        assert outcome(parser, text[:cut])
+
+    check()
+
+
+@pytest.mark.parametrize(
+    ("parser", "text"),
+    [
+        (amd.parse_amd_smi_static_json, STATIC_JSON_MI300X),
+        (amd.parse_amd_smi_static_json, STATIC_JSON_MI350X_BARE),
+        (amd.parse_amd_smi_version, VERSION_LINE_LEGACY),
+        (amd.parse_rocm_smi_json, ROCM_SMI_JSON_RX6700XT),
+    ],
+)
+def test_truncated_inline_captures_give_facts_or_parse_error(parser: Callable[[str], object], text: str) -> None:
+    for cut in range(len(text) + 1):
+        assert outcome(parser, text[:cut])

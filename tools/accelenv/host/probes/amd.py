@@ -1,0 +1,315 @@
+"""Pure parsers for AMD tool output: `amd-smi static --json`, `amd-smi version`, `rocm-smi --json` and the ROCm
+version file. No subprocess, no file reads: each takes the text and returns facts, or raises `ParseError`.
+
+Units: AMD tools write binary sizes under decimal names. On the same MI300X, rocminfo's 201310208 KB pool is
+hipDeviceQuery's 196592 MB (201310208 / 1024), so KB/MB/GB here are KiB/MiB/GiB and amd-smi's MB is taken as MiB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+
+from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
+
+FAMILY = "amd"
+_EXCERPT_CHARS = 60
+_NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown", "not supported"})
+_GFX = re.compile(r"(gfx[0-9a-f]{3,4})(?::\S*)?", re.IGNORECASE)
+_HEX_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
+_BDF = re.compile(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-z]*)", re.IGNORECASE)
+_CARD = re.compile(r"card([0-9]{1,4})")
+_VERSION_START = re.compile(r"[0-9]+(?:\.[0-9]+)+")
+_ROCM_FILE = re.compile(r"([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?:[-+~.][0-9A-Za-z.+~-]*)?")
+# AMD's KB/MB/GB are binary (see the module docstring); B is bytes.
+_BYTES_PER_UNIT = {"b": 1, "kb": 2**10, "kib": 2**10, "mb": 2**20, "mib": 2**20, "gb": 2**30, "gib": 2**30}
+
+
+def parse_amd_smi_static_json(text: str) -> tuple[DeviceFacts, ...]:
+    """GPUs from `amd-smi static --json`: a bare list (amd-smi < 26) or `{"gpu_data": [...]}` (newer).
+
+    Leaves may be plain (`"196592 MB"`, `196592`) or `{"value": 196592, "unit": "MB"}`. Entries for CPUs
+    (`{"cpu": 0, ...}`) are skipped.
+    """
+    what = "amd-smi static --json"
+    data = _load_json(text, what)
+    if isinstance(data, Mapping):
+        if "gpu_data" not in data:
+            keys = ", ".join(sorted(str(k) for k in data)[:5]) or "none"
+            raise ParseError(f"{what}: expected a 'gpu_data' list in the top-level object, found keys: {keys}")
+        data = data["gpu_data"]
+    if not isinstance(data, list):
+        raise ParseError(f"{what}: expected a list of GPU objects, found {_describe(data)}")
+    devices = []
+    for position, entry in enumerate(data):
+        if not isinstance(entry, Mapping):
+            raise ParseError(f"{what}: expected an object for GPU entry {position}, found {_describe(entry)}")
+        if "gpu" not in entry and "cpu" in entry:
+            continue
+        devices.append(_amd_smi_device(entry, f"{what}: GPU entry {position}"))
+    return tuple(devices)
+
+
+def _amd_smi_device(entry: Mapping[str, object], where: str) -> DeviceFacts:
+    index = _as_int(entry.get("gpu"), f"{where}: 'gpu'")
+    asic = _section(entry, "asic")
+    bus = _section(entry, "bus")
+    vram = _section(entry, "vram")
+    driver = _section(entry, "driver")
+    target = _text(_leaf(asic.get("target_graphics_version")))
+    extra: dict[str, str] = {}
+    if target is not None and _gfx(target) != target:
+        extra["gfx_target"] = target
+    driver_version = _text(_leaf(driver.get("version")))
+    if driver_version is not None:
+        extra["driver_version"] = driver_version
+    return DeviceFacts(
+        index=index,
+        name=_text(_leaf(asic.get("market_name"))),
+        arch=_gfx(target),
+        memory_mib=_mib(vram.get("size"), default_unit="mb", where=f"{where}: 'vram.size'"),
+        pci_bus_id=_bdf(_text(_leaf(bus.get("bdf")))),
+        pci_device_id=_device_id(_leaf(asic.get("device_id"))),
+        extra=extra,
+    )
+
+
+def parse_amd_smi_version(text: str) -> tuple[str | None, str | None]:
+    """(amdgpu driver version, ROCm version) from `amd-smi version`.
+
+    Accepts the one-line form (`AMDSMI Tool: ... | ROCm version: 6.4.1 | amdgpu version: 6.10.5 | ...`) and the
+    same fields one per line. With the in-tree kernel driver amd-smi prints the kernel's banner as the amdgpu
+    version (`Linuxversion6.8.0-79-generic(...)`): that is not a driver version, so it is None.
+    """
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        for part in line.split("|"):
+            key, sep, value = part.partition(":")
+            if sep:
+                fields.setdefault(key.strip().lower(), value.strip())
+    known = ("amdsmi tool", "amdsmi library version", "rocm version", "amdgpu version")
+    if not any(key in fields for key in known):
+        raise ParseError(
+            f"amd-smi version: expected fields such as 'ROCm version:' and 'amdgpu version:', found {_excerpt(text)}"
+        )
+    driver = _text(fields.get("amdgpu version"))
+    rocm = _text(fields.get("rocm version"))
+    if driver is not None and not _VERSION_START.match(driver):
+        driver = None
+    if rocm is not None and not _VERSION_START.match(rocm):
+        raise ParseError(f"amd-smi version: expected a version after 'ROCm version:', found {_excerpt(rocm)}")
+    return driver, rocm
+
+
+def parse_rocm_smi_json(text: str) -> ToolFacts:
+    """Driver version and GPUs from `rocm-smi --json` (objects `card0`, `card1`, ... and `system`).
+
+    Key spellings moved between ROCm releases ("GPU ID" -> "Device ID", "Card series" -> "Card Series"), so keys
+    are matched without regard to case and the older spelling is the fallback.
+    """
+    what = "rocm-smi --json"
+    data = _load_json(text, what)
+    if not isinstance(data, Mapping):
+        raise ParseError(f"{what}: expected an object with 'card0'... and 'system', found {_describe(data)}")
+    cards: list[tuple[int, Mapping[str, object]]] = []
+    for key, value in data.items():
+        match = _CARD.fullmatch(str(key))
+        if match is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ParseError(f"{what}: expected an object for '{key}', found {_describe(value)}")
+        cards.append((int(match.group(1)), value))
+    system = data.get("system")
+    if not cards and not isinstance(system, Mapping):
+        keys = ", ".join(sorted(str(k) for k in data)[:5]) or "none"
+        raise ParseError(f"{what}: expected 'card0'... objects or a 'system' object, found keys: {keys}")
+    driver = _text(_folded(system).get("driver version")) if isinstance(system, Mapping) else None
+    devices = tuple(_rocm_smi_device(number, card, f"{what}: 'card{number}'") for number, card in sorted(cards))
+    return ToolFacts(family=FAMILY, tool="rocm-smi", driver_version=driver, devices=devices)
+
+
+def _rocm_smi_device(index: int, card: Mapping[str, object], where: str) -> DeviceFacts:
+    fields = _folded(card)
+    name = _text(fields.get("card series")) or _text(fields.get("device name"))
+    device_id = fields.get("device id", fields.get("gpu id"))
+    extra: dict[str, str] = {}
+    unique_id = _text(fields.get("unique id"))
+    if unique_id is not None:
+        extra["unique_id"] = unique_id
+    return DeviceFacts(
+        index=index,
+        name=name,
+        arch=_gfx(_text(fields.get("gfx version"))),
+        memory_mib=_mib(
+            fields.get("vram total memory (b)"), default_unit="b", where=f"{where}: 'VRAM Total Memory (B)'"
+        ),
+        pci_bus_id=_bdf(_text(fields.get("pci bus"))),
+        pci_device_id=_device_id(device_id),
+        extra=extra,
+    )
+
+
+def rocm_version_from_file(text: str) -> str:
+    """The ROCm release from `/opt/rocm/.info/version` (`6.4.1-120` -> `6.4.1`)."""
+    value = text.strip()
+    match = _ROCM_FILE.fullmatch(value)
+    if match is None:
+        raise ParseError(f"/opt/rocm/.info/version: expected a version such as '6.4.1-120', found {_excerpt(text)}")
+    return match.group(1)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _load_json(text: str, what: str) -> object:
+    """The JSON document in `text`, skipping lines before it (a shell prompt, Python warnings on stderr)."""
+    start = _json_start(text)
+    if start is None:
+        raise ParseError(f"{what}: expected JSON output, found {_excerpt(text)}")
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as error:
+        problem = (
+            "the output ends inside the JSON document (truncated)"
+            if error.pos >= len(text.rstrip())
+            else f"malformed JSON at line {error.lineno}, column {error.colno} ({error.msg.removesuffix(' at')})"
+        )
+        raise ParseError(f"{what}: {problem}, found {_excerpt(text[start:])}") from None
+    except (ValueError, RecursionError) as error:  # integers over Python's digit limit; absurd nesting
+        raise ParseError(f"{what}: JSON could not be read ({error}), found {_excerpt(text[start:])}") from None
+    if text[end:].strip():
+        raise ParseError(f"{what}: unexpected text after the JSON document: {_excerpt(text[end:])}")
+    return value
+
+
+def _json_start(text: str) -> int | None:
+    """Where the first line that opens a JSON object or list starts its JSON."""
+    position = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped.startswith(("{", "[")):
+            return position + len(line) - len(stripped)
+        position += len(line)
+    return None
+
+
+def _excerpt(text: str) -> str:
+    """A short quote of what was found, for error messages."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "empty output"
+    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
+
+
+def _describe(value: object) -> str:
+    """What a JSON value is, for error messages (never the whole of a nested value)."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _excerpt(str(value))
+
+
+def _section(entry: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """A sub-object of a GPU entry; amd-smi writes "N/A" for sections a GPU does not support."""
+    value = entry.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _folded(mapping: Mapping[str, object]) -> dict[str, object]:
+    """Keys lower-cased, first spelling wins."""
+    folded: dict[str, object] = {}
+    for key, value in mapping.items():
+        folded.setdefault(str(key).strip().lower(), value)
+    return folded
+
+
+def _leaf(value: object) -> object:
+    """The value of a `{"value": ..., "unit": ...}` leaf, or the leaf itself."""
+    if isinstance(value, Mapping) and "value" in value:
+        return value["value"]
+    return value
+
+
+def _text(value: object) -> str | None:
+    """A reported string (or number) with "N/A" and friends as None."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    text = str(value).strip()
+    return None if text.lower() in _NOT_AVAILABLE else text
+
+
+def _as_int(value: object, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value.strip()):
+        return int(value)
+    raise ParseError(f"{where}: expected a whole number, found {_describe(value)}")
+
+
+def _mib(value: object, *, default_unit: str, where: str) -> int | None:
+    """A size in MiB from `196592`, `"196592 MB"` or `{"value": 196592, "unit": "MB"}`; None when not reported."""
+    unit = default_unit
+    if isinstance(value, Mapping) and "value" in value:
+        unit = str(value.get("unit") or default_unit)
+        value = value["value"]
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+        amount = Fraction(value)
+    elif isinstance(value, str):
+        if _text(value) is None:
+            return None
+        match = _SIZE.fullmatch(value.strip())
+        if match is None:
+            raise ParseError(f"{where}: expected a size such as '196592 MB', found {_excerpt(value)}")
+        amount, unit = Fraction(match.group(1)), match.group(2) or unit
+    else:
+        raise ParseError(f"{where}: expected a size, found {_describe(value)}")
+    bytes_per_unit = _BYTES_PER_UNIT.get(unit.lower())
+    if bytes_per_unit is None:
+        raise ParseError(f"{where}: expected a size in B, KB, MB or GB, found the unit {_excerpt(unit)}")
+    mib = amount * bytes_per_unit // 2**20
+    if not 0 <= mib < 2**40:
+        raise ParseError(f"{where}: expected a plausible size, found {_describe(value)} {unit}")
+    return int(mib)
+
+
+def _gfx(target: str | None) -> str | None:
+    """`gfx942:sramecc+:xnack-` -> `gfx942`; None when the value is not an LLVM gfx target."""
+    if target is None:
+        return None
+    match = _GFX.fullmatch(target)
+    return match.group(1).lower() if match else None
+
+
+def _device_id(value: object) -> str | None:
+    """`"0x74A1"` -> `0x74a1` (a JSON number is taken as decimal); None when not a 16-bit id."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        text = _text(value)
+        match = _HEX_ID.fullmatch(text) if text is not None else None
+        if match is None:
+            return None
+        number = int(match.group(1), 16)
+    return f"0x{number:04x}" if 0 <= number <= 0xFFFF else None
+
+
+def _bdf(value: str | None) -> str | None:
+    """`0000:1E:00.0` -> `0000:1e:00.0`; a missing domain is 0000. None when the value is not a PCI address."""
+    if value is None:
+        return None
+    match = _BDF.fullmatch(value)
+    if match is None:
+        return None
+    domain, bus, device, function = match.groups()
+    return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"

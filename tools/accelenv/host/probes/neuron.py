@@ -1,0 +1,165 @@
+"""Pure parsers for AWS Neuron output: `neuron-ls --json-output` (`-j`) and `/sys/module/neuron/version`.
+
+neuron-ls names no product and no NeuronCore version, so devices carry neither name nor arch: the PCI device id
+(from sysfs) or the instance type identifies the SKU. The driver version is the `neuron` kernel module's, which is
+the aws-neuronx-dkms package version (2.26.5.0); neuron-ls's "RUNTIME VERSION" is a process's runtime, not a host fact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from accelenv.host.facts import DeviceFacts, ParseError
+
+FAMILY = "neuron"
+_EXCERPT_CHARS = 60
+_BDF = re.compile(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", re.IGNORECASE)
+_MODULE_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+(?:[-+~][0-9A-Za-z.+~-]*)?")
+_MAX_MEMORY_BYTES = 2**60
+
+
+def parse_neuron_ls_json(text: str) -> tuple[DeviceFacts, ...]:
+    """Neuron devices from `neuron-ls --json-output`: a top-level list, one object per device.
+
+    `extra` keeps what a check may need and DeviceFacts has no field for: `nc_count` (NeuronCores as neuron-ls
+    counts them), `logical_neuroncore_config` (trn2 and newer), `numa_node`, `neuroncore_ids` and `connected_to`.
+    """
+    what = "neuron-ls --json-output"
+    data = _load_json(text, what)
+    if not isinstance(data, list):
+        raise ParseError(f"{what}: expected a list of Neuron device objects, found {_describe(data)}")
+    devices = []
+    for position, entry in enumerate(data):
+        if not isinstance(entry, Mapping):
+            raise ParseError(f"{what}: expected an object for device entry {position}, found {_describe(entry)}")
+        devices.append(_device(entry, f"{what}: device entry {position}"))
+    return tuple(devices)
+
+
+def _device(entry: Mapping[str, object], where: str) -> DeviceFacts:
+    if "neuron_device" not in entry:
+        keys = ", ".join(sorted(str(k) for k in entry)[:5]) or "none"
+        raise ParseError(f"{where}: expected a 'neuron_device' number, found the keys: {keys}")
+    index = _whole(entry["neuron_device"], f"{where}: 'neuron_device'")
+    if index is None:
+        raise ParseError(f"{where}: 'neuron_device': expected a whole number, found null")
+    extra: dict[str, str] = {}
+    for key in ("nc_count", "logical_neuroncore_config"):
+        number = _whole(entry.get(key), f"{where}: '{key}'")
+        if number is not None:
+            extra[key] = str(number)
+    numa_node = entry.get("numa_node")
+    if isinstance(numa_node, str | int) and not isinstance(numa_node, bool) and str(numa_node).strip():
+        extra["numa_node"] = str(numa_node).strip()
+    for key in ("neuroncore_ids", "connected_to"):
+        numbers = _whole_list(entry.get(key), f"{where}: '{key}'")
+        if numbers is not None:
+            extra[key] = ",".join(str(n) for n in numbers)
+    memory_bytes = _whole(entry.get("memory_size"), f"{where}: 'memory_size'")
+    if memory_bytes is not None and memory_bytes > _MAX_MEMORY_BYTES:
+        raise ParseError(f"{where}: expected 'memory_size' in bytes, found {memory_bytes}")
+    bdf = entry.get("bdf")
+    return DeviceFacts(
+        index=index,
+        memory_mib=None if memory_bytes is None else memory_bytes // 2**20,
+        pci_bus_id=_bdf(bdf) if isinstance(bdf, str) else None,
+        extra=extra,
+    )
+
+
+def parse_module_version(text: str) -> str:
+    """The Neuron driver version from `/sys/module/neuron/version` (`2.26.5.0`)."""
+    value = text.strip()
+    if _MODULE_VERSION.fullmatch(value) is None:
+        raise ParseError(f"/sys/module/neuron/version: expected a version such as '2.26.5.0', found {_excerpt(text)}")
+    return value
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _load_json(text: str, what: str) -> object:
+    """The JSON document in `text`, skipping lines before it (`instance-type:` lines, a shell prompt)."""
+    start = _json_start(text)
+    if start is None:
+        raise ParseError(f"{what}: expected JSON output, found {_excerpt(text)}")
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as error:
+        problem = (
+            "the output ends inside the JSON document (truncated)"
+            if error.pos >= len(text.rstrip())
+            else f"malformed JSON at line {error.lineno}, column {error.colno} ({error.msg.removesuffix(' at')})"
+        )
+        raise ParseError(f"{what}: {problem}, found {_excerpt(text[start:])}") from None
+    except (ValueError, RecursionError) as error:  # integers over Python's digit limit; absurd nesting
+        raise ParseError(f"{what}: JSON could not be read ({error}), found {_excerpt(text[start:])}") from None
+    if text[end:].strip():
+        raise ParseError(f"{what}: unexpected text after the JSON document: {_excerpt(text[end:])}")
+    return value
+
+
+def _json_start(text: str) -> int | None:
+    """Where the first line that opens a JSON object or list starts its JSON."""
+    position = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped.startswith(("{", "[")):
+            return position + len(line) - len(stripped)
+        position += len(line)
+    return None
+
+
+def _excerpt(text: str) -> str:
+    """A short quote of what was found, for error messages."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "empty output"
+    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
+
+
+def _describe(value: object) -> str:
+    """What a JSON value is, for error messages (never the whole of a nested value)."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _excerpt(str(value))
+
+
+def _whole(value: object, where: str) -> int | None:
+    """A non-negative whole number, None when absent or null."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ParseError(f"{where}: expected a whole number, found {_describe(value)}")
+
+
+def _whole_list(value: object, where: str) -> list[int] | None:
+    """A list of whole numbers; None when absent or null (`connected_to` is null on a lone device)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ParseError(f"{where}: expected a list of numbers or null, found {_describe(value)}")
+    numbers = []
+    for item in value:
+        number = _whole(item, where)
+        if number is not None:
+            numbers.append(number)
+    return numbers
+
+
+def _bdf(value: str) -> str | None:
+    """`cc:00.0` -> `0000:cc:00.0` (neuron-ls -j drops the domain on trn2); None when not a PCI address."""
+    match = _BDF.fullmatch(value.strip())
+    if match is None:
+        return None
+    domain, bus, device, function = match.groups()
+    return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"

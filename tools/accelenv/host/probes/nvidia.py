@@ -1,0 +1,312 @@
+"""NVIDIA: pure parsers for what `nvidia-smi` prints. Running the tool is the probe's job; nothing here does I/O.
+
+Four outputs are read:
+
+- `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`: the per-GPU facts, including the compute capability
+  (the only output that has it) -> `parse_query_gpu`.
+- `nvidia-smi --version`: driver and CUDA version -> `parse_version`.
+- plain `nvidia-smi`: the same two versions from the table header -> `parse_table`.
+- `nvidia-smi -q -x`: versions and per-GPU facts, but no compute capability -> `parse_xml`.
+
+Driver branch 610 renamed the versions: "Driver Version" became "KMD Version" and "CUDA Version" became
+"CUDA UMD Version", and `--version` keeps the old keys with the value `Deprecated, see "KMD version" instead`.
+Every parser takes the new name first and never mistakes a deprecation notice for a version.
+
+Every parser raises `ParseError` and nothing else on output it cannot read.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
+
+from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+FAMILY = "nvidia"
+TOOL = "nvidia-smi"
+
+# Every field exists on the 5xx and the 610 branches, on Linux and Windows (the captures' csv headers show them);
+# a field an older driver does not know (kmd_version before 595) makes nvidia-smi refuse the whole query.
+QUERY_FIELDS: tuple[str, ...] = (
+    "index",
+    "name",
+    "pci.bus_id",
+    "pci.device_id",
+    "uuid",
+    "memory.total",
+    "compute_cap",
+    "driver_version",
+    "mig.mode.current",
+)
+
+# --query-gpu fields copied verbatim into DeviceFacts.extra (under the field's own name) when they hold a value.
+EXTRA_FIELDS: tuple[str, ...] = ("driver_version", "kmd_version", "mig.mode.current")
+
+NVIDIA_PCI_VENDOR = 0x10DE
+
+_VERSION = re.compile(r"\d+(?:\.\d+)+")  # 590.48.01, 610.62, 13.1
+_DEPRECATED_SUFFIX = re.compile(r"\s*\[Deprecated[^\]]*\]$", re.IGNORECASE)  # -q on 610: "610.57.04 [Deprecated; ...]"
+_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]$")  # csv header: "memory.total [MiB]"
+_HEADER_CELL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: \[[^\]]*\])?")
+_INDEX = re.compile(r"\d+")
+_MIB = re.compile(r"(\d+)(?:\s*MiB)?")
+_COMPUTE_CAP = re.compile(r"(\d+)\.(\d+)")
+_BUS_ID = re.compile(r"([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])")
+_PCI_ID = re.compile(r"(?:0[xX])?([0-9A-Fa-f]{8})")
+_TABLE_HEADER = re.compile(
+    r"\|\s*NVIDIA-SMI\s+\S+\s+(?P<driver_key>Driver|KMD) Version:\s*(?P<driver>\S+)"
+    r"\s+(?P<cuda_key>CUDA|CUDA UMD) Version:\s*(?P<cuda>\S+)\s*\|"
+)
+
+
+def query_gpu_args() -> list[str]:
+    """The arguments that make nvidia-smi print what `parse_query_gpu` reads by default."""
+    return [f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv,noheader,nounits"]
+
+
+def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[DeviceFacts, ...]:
+    """Read `nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`: one DeviceFacts per line.
+
+    `fields` are the names the output was produced with, in order; header names with units (`memory.total [MiB]`)
+    are accepted too. A header line, if present, must list exactly those fields. Values such as `[N/A]`,
+    `[Not Supported]` or `[Requested functionality has been deprecated]` become None. Without an `index` field a
+    GPU's index is its line number (nvidia-smi lists GPUs in index order). With MIG enabled the lines still describe
+    the physical GPUs, so nothing changes here.
+    """
+    what = "nvidia-smi --query-gpu"
+    names = tuple(_field_name(f) for f in fields)
+    if not names or len(set(names)) != len(names):
+        raise ParseError(f"{what}: expected distinct field names, got {list(fields)!r}")
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ParseError(f"{what}: expected one csv line per GPU with {len(names)} values, found {_excerpt(text)}")
+    first = _split(lines[0])
+    if all(_HEADER_CELL.fullmatch(cell) for cell in first) and {_field_name(c) for c in first} & set(names):
+        header = tuple(_field_name(cell) for cell in first)
+        if header != names:
+            raise ParseError(f"{what}: expected a header listing {', '.join(names)}, found {_excerpt(lines[0])}")
+        lines = lines[1:]
+        if not lines:
+            raise ParseError(f"{what}: expected a line per GPU after the header, found only the header")
+    return tuple(_device_from_row(names, _split(line), line, position) for position, line in enumerate(lines))
+
+
+def parse_version(text: str) -> tuple[str, str | None]:
+    """Read `nvidia-smi --version` into (driver version, CUDA version).
+
+    Up to 595: `DRIVER version : 590.48.01` and `CUDA Version : 13.1`. From 610: `KMD version : 610.57.04` and
+    `CUDA UMD version : 13.3`, while the old keys say `Deprecated, see "KMD version" instead`. The driver version is
+    required; the CUDA version is None when the tool does not print one.
+    """
+    what = "nvidia-smi --version"
+    entries: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            entries.setdefault(" ".join(key.split()).lower(), value.strip())
+    driver = _first_version(what, text, [(k, entries.get(k.lower())) for k in ("KMD version", "DRIVER version")])
+    cuda = _first_version(what, text, [(k, entries.get(k.lower())) for k in ("CUDA UMD version", "CUDA version")])
+    if driver is None:
+        raise ParseError(f"{what}: expected a 'DRIVER version' or 'KMD version' line, found {_excerpt(text)}")
+    return driver, cuda
+
+
+def parse_table(text: str) -> tuple[str, str | None]:
+    """Read the header of the plain `nvidia-smi` table into (driver version, CUDA version).
+
+    Both layouts: `| NVIDIA-SMI 590.48.01  Driver Version: 590.48.01  CUDA Version: 13.1 |` and, from 610,
+    `| NVIDIA-SMI 610.57.04  KMD Version: 610.57.04  CUDA UMD Version: 13.3 |`. The header line must be complete
+    (closing `|`), so a cut-off line is an error rather than a shortened version.
+    """
+    what = "nvidia-smi"
+    for line in text.splitlines():
+        match = _TABLE_HEADER.fullmatch(line.strip())
+        if match is not None:
+            driver = _first_version(what, text, [(f"{match['driver_key']} Version", match["driver"])])
+            cuda = _first_version(what, text, [(f"{match['cuda_key']} Version", match["cuda"])])
+            if driver is None:
+                raise ParseError(f"{what}: expected a driver version in the table header, found {_excerpt(line)}")
+            return driver, cuda
+    found = next((line for line in text.splitlines() if "NVIDIA-SMI" in line), text)
+    raise ParseError(
+        f"{what}: expected a table header '| NVIDIA-SMI ... Driver Version: ... CUDA Version: ... |', "
+        f"found {_excerpt(found)}"
+    )
+
+
+def parse_xml(text: str) -> ToolFacts:
+    """Read `nvidia-smi -q -x` into ToolFacts with one DeviceFacts per `<gpu>`, in document (= index) order.
+
+    The XML has no compute capability, so `arch` is always None here: use `parse_query_gpu` for it. A device's
+    `extra` holds `mig.mode.current`, `product_architecture` (Ampere, Hopper, ...) and `minor_number` (the N of
+    /dev/nvidiaN, which is not the index) when the XML gives them. Input that declares entities is refused outright.
+    """
+    what = "nvidia-smi -q -x"
+    if "<!ENTITY" in text:
+        raise ParseError(f"{what}: expected nvidia-smi XML, found an entity declaration (refused): {_excerpt(text)}")
+    try:
+        # Entity declarations are refused above and expat never fetches the external DTD nvidia-smi names.
+        root = ET.fromstring(text)  # noqa: S314
+    except (ET.ParseError, ValueError) as exc:
+        raise ParseError(f"{what}: expected well-formed XML ({exc}), found {_excerpt(text)}") from None
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(f"{what}: expected a <nvidia_smi_log> document, found <{root.tag[:40]}>")
+    driver = _first_version(what, text, [(tag, root.findtext(tag)) for tag in ("kmd_version", "driver_version")])
+    if driver is None:
+        raise ParseError(f"{what}: expected <driver_version> in <nvidia_smi_log>, found {_excerpt(text)}")
+    cuda = _first_version(what, text, [(tag, root.findtext(tag)) for tag in ("cuda_umd_version", "cuda_version")])
+    warnings: list[str] = []
+    devices = tuple(_device_from_xml(gpu, position, warnings) for position, gpu in enumerate(root.findall("gpu")))
+    attached = _value(root.findtext("attached_gpus"))
+    if attached is not None and (not _INDEX.fullmatch(attached) or int(attached) != len(devices)):
+        warnings.append(f"{what}: <attached_gpus> says {attached} but the XML lists {len(devices)} <gpu> element(s)")
+    return ToolFacts(
+        family=FAMILY,
+        tool=TOOL,
+        driver_version=driver,
+        runtime_version=cuda,
+        devices=devices,
+        warnings=tuple(warnings),
+    )
+
+
+def _device_from_row(names: tuple[str, ...], cells: list[str], line: str, position: int) -> DeviceFacts:
+    what = f"nvidia-smi --query-gpu, GPU line {position + 1}"
+    if len(cells) != len(names):
+        raise ParseError(
+            f"{what}: expected {len(names)} values ({', '.join(names)}), found {len(cells)}: {_excerpt(line)}"
+        )
+    values = {name: _value(cell) for name, cell in zip(names, cells, strict=True)}
+    index = position
+    if "index" in values:
+        raw_index = values["index"]
+        if raw_index is None or not _INDEX.fullmatch(raw_index):
+            raise ParseError(f"{what}: expected an integer index, found {_excerpt(cells[names.index('index')])}")
+        index = int(raw_index)
+    return DeviceFacts(
+        index=index,
+        name=values.get("name"),
+        arch=_arch(what, values.get("compute_cap")),
+        memory_mib=_mib(what, values.get("memory.total")),
+        pci_bus_id=_bus_id(what, values.get("pci.bus_id")),
+        pci_device_id=_pci_device_id(what, values.get("pci.device_id")),
+        uuid=values.get("uuid"),
+        extra={name: value for name in EXTRA_FIELDS if (value := values.get(name)) is not None},
+    )
+
+
+def _device_from_xml(gpu: ET.Element, position: int, warnings: list[str]) -> DeviceFacts:
+    what = f"nvidia-smi -q -x, <gpu> {position + 1}"
+    raw_device_id = _value(gpu.findtext("pci/pci_device_id"))
+    device_id = _pci_device_id(what, raw_device_id)
+    if raw_device_id is not None and device_id is None:
+        warnings.append(f"{what}: pci_device_id {raw_device_id} is not an NVIDIA device id; left unknown")
+    extra_tags = (("mig.mode.current", "mig_mode/current_mig"), ("product_architecture", "product_architecture"))
+    extra = {key: value for key, tag in extra_tags if (value := _value(gpu.findtext(tag))) is not None}
+    minor = _value(gpu.findtext("minor_number"))
+    if minor is not None:
+        extra["minor_number"] = minor
+    return DeviceFacts(
+        index=position,
+        name=_value(gpu.findtext("product_name")),
+        memory_mib=_mib(what, _value(gpu.findtext("fb_memory_usage/total"))),
+        pci_bus_id=_bus_id(what, _value(gpu.findtext("pci/pci_bus_id")) or _value(gpu.get("id"))),
+        pci_device_id=device_id,
+        uuid=_value(gpu.findtext("uuid")),
+        extra=extra,
+    )
+
+
+def _first_version(what: str, text: str, candidates: Sequence[tuple[str, str | None]]) -> str | None:
+    """The first candidate (label, raw value) holding a version, newest name first; deprecation notices are skipped."""
+    deprecated: str | None = None
+    for label, raw in candidates:
+        value = _value(_DEPRECATED_SUFFIX.sub("", raw.strip())) if raw is not None else None
+        if value is None:
+            continue
+        if value.lower().startswith("deprecated"):
+            deprecated = label
+            continue
+        if not _VERSION.fullmatch(value):
+            raise ParseError(f"{what}: expected a version number for '{label}', found {_excerpt(value)}")
+        return value
+    if deprecated is not None:
+        names = " or ".join(f"'{label}'" for label, _ in candidates if label != deprecated) or "its replacement"
+        raise ParseError(f"{what}: '{deprecated}' is marked deprecated but {names} is missing: {_excerpt(text)}")
+    return None
+
+
+def _field_name(field: str) -> str:
+    return _UNIT_SUFFIX.sub("", field.strip()).lower()
+
+
+def _split(line: str) -> list[str]:
+    # nvidia-smi never quotes: values are joined with ", " (and no value we read holds a comma).
+    return [cell.strip() for cell in line.split(",")]
+
+
+def _value(raw: str | None) -> str | None:
+    """A reported value, or None for nvidia-smi's ways of saying there is none: [N/A], N/A, [Not Supported], ..."""
+    if raw is None:
+        return None
+    value = raw.strip()
+    if not value or value == "N/A" or (value.startswith("[") and value.endswith("]")):
+        return None
+    return value
+
+
+def _arch(what: str, compute_cap: str | None) -> str | None:
+    if compute_cap is None:
+        return None
+    match = _COMPUTE_CAP.fullmatch(compute_cap)
+    if match is None:
+        raise ParseError(f"{what}: expected compute_cap like '9.0', found {_excerpt(compute_cap)}")
+    return f"sm_{int(match[1])}{int(match[2])}"
+
+
+def _mib(what: str, memory: str | None) -> int | None:
+    if memory is None:
+        return None
+    match = _MIB.fullmatch(memory)
+    if match is None:
+        raise ParseError(f"{what}: expected memory in MiB like '81559' or '81559 MiB', found {_excerpt(memory)}")
+    return int(match[1])
+
+
+def _bus_id(what: str, bus_id: str | None) -> str | None:
+    """`00000000:17:00.0` -> `0000:17:00.0`: the domain at its natural width (at least 4 digits, as Linux writes it)."""
+    if bus_id is None:
+        return None
+    match = _BUS_ID.fullmatch(bus_id)
+    if match is None:
+        raise ParseError(f"{what}: expected a PCI bus id like '00000000:17:00.0', found {_excerpt(bus_id)}")
+    domain, bus, device, function = match.groups()
+    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}.{function}"
+
+
+def _pci_device_id(what: str, pci_id: str | None) -> str | None:
+    """`0x233010DE` (device in the upper 16 bits, vendor in the lower) -> `0x2330`; None unless the vendor is NVIDIA."""
+    if pci_id is None:
+        return None
+    match = _PCI_ID.fullmatch(pci_id)
+    if match is None:
+        raise ParseError(f"{what}: expected a PCI id like '0x233010DE', found {_excerpt(pci_id)}")
+    combined = int(match[1], 16)
+    device, vendor = combined >> 16, combined & 0xFFFF
+    if vendor != NVIDIA_PCI_VENDOR or device == 0:
+        return None
+    return f"0x{device:04x}"
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """A short quotation of what was found, for error messages."""
+    stripped = text.strip()
+    if not stripped:
+        return "nothing (empty output)"
+    if len(stripped) <= limit:
+        return repr(stripped)
+    return repr(stripped[:limit]) + "..."

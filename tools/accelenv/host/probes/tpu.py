@@ -1,0 +1,109 @@
+"""Pure TPU lookups and the parser for `tpu-info --version`.
+
+Generations are named the way the matrix names them: v2, v3, v4, v5e, v5p, v6e, tpu7x. PCI ids are Google
+tpu-info's (`tpu_info/device.py`, tpu-info 0.14.2): v2 and v3 share device 0x0027 and differ only in the
+subsystem id (0x004e = v2, 0x004f = v3).
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
+
+from accelenv.host.facts import ParseError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+FAMILY = "tpu"
+GOOGLE_PCI_VENDOR_ID: Final = "0x1ae0"
+TPU_PCI_DEVICE_IDS: Final[Mapping[str, str | None]] = MappingProxyType(
+    {
+        "0x0027": None,  # v2 or v3: see TPU_V2_V3_SUBSYSTEM_IDS
+        "0x005e": "v4",
+        "0x0062": "v5p",
+        "0x0063": "v5e",
+        "0x006f": "v6e",
+        "0x0076": "tpu7x",
+    }
+)
+TPU_V2_V3_SUBSYSTEM_IDS: Final[Mapping[str, str]] = MappingProxyType({"0x004e": "v2", "0x004f": "v3"})
+# Accelerator-type prefixes (before `-<count>`) -> generation. v5e is sold as "v5litepod"; tpu-info prints "v6e".
+_GENERATION_BY_TYPE: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "v2": "v2",
+        "v3": "v3",
+        "v4": "v4",
+        "v5litepod": "v5e",
+        "v5lite": "v5e",
+        "v5e": "v5e",
+        "v5p": "v5p",
+        "v6e": "v6e",
+        "tpu7x": "tpu7x",
+    }
+)
+_ACCELERATOR_TYPE = re.compile(r"([a-z0-9]+?)(?:-[0-9]{1,6})?")
+_PCI_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
+_VERSION_LINE = re.compile(r"(?:-\s*)?(tpu-info|libtpu|accelerator type)(?: version)?\s*:\s*(.*)", re.IGNORECASE)
+_LIBTPU_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+\S*")  # 0.0.18, 0.0.19.dev20250721+nightly
+_EXCERPT_CHARS = 60
+_NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown"})
+
+
+def generation_from_accelerator_type(value: str) -> str | None:
+    """`v5litepod-8` -> `v5e`, `v5p-8` -> `v5p`, `v6e-4` -> `v6e`, `tpu7x-8` -> `tpu7x`, `v4-16` -> `v4`.
+
+    Takes the type with or without the count (tpu-info prints `v6e`). None for anything else, including
+    generations this table does not know yet: a generation is never guessed from the spelling.
+    """
+    match = _ACCELERATOR_TYPE.fullmatch(value.strip().lower())
+    return _GENERATION_BY_TYPE.get(match.group(1)) if match else None
+
+
+def generation_from_pci_ids(device_id: str, subsystem_id: str | None = None) -> str | None:
+    """The generation for a Google PCI device id (`0x006f` -> `v6e`); v2/v3 need the subsystem id."""
+    device = _pci_id(device_id)
+    if device is None:
+        return None
+    if device == "0x0027":
+        subsystem = _pci_id(subsystem_id) if subsystem_id is not None else None
+        return TPU_V2_V3_SUBSYSTEM_IDS.get(subsystem) if subsystem is not None else None
+    return TPU_PCI_DEVICE_IDS.get(device)
+
+
+def parse_tpu_info_version(text: str) -> tuple[str | None, str | None]:
+    """(libtpu version, accelerator type) from `tpu-info --version`.
+
+    Reads `- libtpu version: 0.0.18` and `- accelerator type: v6e`, and the same lines at the top of plain
+    `tpu-info` (`Libtpu version: ...`, `Accelerator type: ...`). "N/A" (tpu-info in an environment where libtpu
+    cannot load) is None.
+    """
+    found: dict[str, str | None] = {}
+    for line in text.splitlines():
+        match = _VERSION_LINE.fullmatch(line.strip())
+        if match is None:
+            continue
+        key, value = match.group(1).lower(), match.group(2).strip()
+        found.setdefault(key, None if value.lower() in _NOT_AVAILABLE else value)
+    if "libtpu" not in found and "accelerator type" not in found:
+        raise ParseError(
+            f"tpu-info --version: expected 'libtpu version:' and 'accelerator type:' lines, found {_excerpt(text)}"
+        )
+    libtpu = found.get("libtpu")
+    if libtpu is not None and _LIBTPU_VERSION.fullmatch(libtpu) is None:
+        raise ParseError(f"tpu-info --version: expected a version after 'libtpu version:', found {_excerpt(libtpu)}")
+    return libtpu, found.get("accelerator type")
+
+
+def _pci_id(value: str) -> str | None:
+    match = _PCI_ID.fullmatch(value.strip())
+    return f"0x{int(match.group(1), 16):04x}" if match else None
+
+
+def _excerpt(text: str) -> str:
+    """A short quote of what was found, for error messages."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "empty output"
+    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
