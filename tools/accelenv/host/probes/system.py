@@ -1,0 +1,121 @@
+"""Facts every check needs whatever the family: OS, CPU architecture, limits, container runtime, environment."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from typing import TYPE_CHECKING
+
+from accelenv.host.report import Container, Limits, OsInfo
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from accelenv.host.root import Root
+    from accelenv.host.run import ToolRunner
+
+# Variables that say which devices a process sees or what a node is; anything else stays out of reports.
+REPORTED_ENV = re.compile(
+    r"^(CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|NVIDIA_DRIVER_CAPABILITIES|HIP_VISIBLE_DEVICES|"
+    r"ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|TPU_.*|NEURON_RT_VISIBLE_CORES|NEURON_RT_NUM_CORES|"
+    r"HABANA_VISIBLE_DEVICES|HABANA_VISIBLE_MODULES|ACCELERATOR_TYPE|RAY_ADDRESS|CI)$"
+)
+SHM = "/dev/shm"  # noqa: S108 - the shared-memory mount is what is measured, not a place to write
+SECRET = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+
+def parse_os_release(text: str | None) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip():
+            values[key.strip()] = value.strip().strip('"').strip("'")
+    return values
+
+
+def os_info(root: Root) -> OsInfo:
+    release = parse_os_release(root.read_text("/etc/os-release") or root.read_text("/usr/lib/os-release"))
+    glibc: str | None = None
+    arch = root.read_value("/proc/sys/kernel/arch")
+    if root.is_live:
+        name, version = platform.libc_ver()
+        glibc = version if name == "glibc" and version else None
+        arch = arch or platform.machine() or None
+    return OsInfo(
+        id=release.get("ID"),
+        version_id=release.get("VERSION_ID"),
+        pretty_name=release.get("PRETTY_NAME"),
+        kernel=root.read_value("/proc/sys/kernel/osrelease"),
+        glibc=glibc,
+        arch=arch,
+    )
+
+
+def parse_memlock(limits_text: str | None) -> tuple[int | None, bool]:
+    """(soft limit in bytes, unlimited) from /proc/<pid>/limits."""
+    for line in (limits_text or "").splitlines():
+        if line.startswith("Max locked memory"):
+            fields = line.split()
+            soft = fields[3] if len(fields) > 3 else ""
+            if soft == "unlimited":
+                return None, True
+            if soft.isdigit():
+                return int(soft), False
+    return None, False
+
+
+def parse_shm_size(mounts_text: str | None) -> int | None:
+    """The size= option of the /dev/shm mount, in bytes (tmpfs sizes are k, m or g suffixed)."""
+    for line in (mounts_text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[1] == SHM:
+            for option in fields[3].split(","):
+                if option.startswith("size="):
+                    value = option[5:]
+                    scale = {"k": 2**10, "m": 2**20, "g": 2**30}.get(value[-1:].lower(), 1)
+                    digits = value[:-1] if scale != 1 else value
+                    return int(digits) * scale if digits.isdigit() else None
+    return None
+
+
+def limits(root: Root) -> Limits:
+    memlock, unlimited = parse_memlock(root.read_text("/proc/self/limits"))
+    shm = parse_shm_size(root.read_text("/proc/mounts"))
+    if shm is None and root.is_live:
+        try:
+            stat = os.statvfs(SHM)
+            shm = stat.f_frsize * stat.f_blocks
+        except OSError:
+            shm = None
+    return Limits(shm_bytes=shm, memlock_bytes=memlock, memlock_unlimited=unlimited)
+
+
+def container(root: Root, runner: ToolRunner) -> Container:
+    cgroup = root.read_text("/proc/1/cgroup") or ""
+    inside = (
+        root.exists("/.dockerenv")
+        or root.exists("/run/.containerenv")
+        or any(marker in cgroup for marker in ("docker", "kubepods", "containerd", "libpod"))
+    )
+    specs = tuple(
+        path
+        for folder in ("/etc/cdi", "/var/run/cdi")
+        for path in root.glob(f"{folder}/*.yaml") + root.glob(f"{folder}/*.json")
+    )
+    return Container(
+        inside_container=inside,
+        docker_socket=root.exists("/var/run/docker.sock") or root.exists("/run/docker.sock"),
+        nvidia_container_toolkit=runner.which("nvidia-ctk") is not None
+        or runner.which("nvidia-container-runtime") is not None,
+        cdi_specs=tuple(sorted(specs)),
+    )
+
+
+def reported_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The accelerator-related variables, with anything that looks like a secret redacted."""
+    return {
+        key: ("<redacted>" if SECRET.search(key) else value)
+        for key, value in sorted(environ.items())
+        if REPORTED_ENV.match(key)
+    }
