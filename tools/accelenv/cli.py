@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -15,13 +16,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from accelenv import __version__
+from accelenv.check.checks import check
+from accelenv.check.rank import rank_environments
+from accelenv.check.verdict import Status, verdict_json
 from accelenv.errors import AccelenvError, MatrixInvalidError, UsageError
+from accelenv.host.discover import discover
+from accelenv.host.metadata import fetch_metadata
+from accelenv.host.root import Root
+from accelenv.host.run import DEFAULT_TIMEOUT, ToolRunner
+from accelenv.host.snapshot import load_snapshot, save_snapshot
 from accelenv.matrix import Matrix, Severity, find_matrix, load_matrix, validate_file
 from accelenv.matrix.resolve import get_env, resolve
 from accelenv.matrix.schema import schema_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+
+    from accelenv.host.report import HostReport
 
 SCHEMA_FILE = Path("schema") / "matrix.schema.json"
 
@@ -183,6 +194,141 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------------- host
+
+
+def _host_report(args: argparse.Namespace, matrix: Matrix, families: list[str] | None = None) -> HostReport:
+    """The report to judge: a snapshot when given, else what discovery sees now (through --root and PATH)."""
+    if getattr(args, "snapshot", None):
+        return load_snapshot(Path(args.snapshot))
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    return discover(
+        matrix,
+        root=Root.from_option(args.root),
+        runner=ToolRunner(timeout=args.timeout),
+        environ=os.environ,
+        families=families,
+        fetch_metadata=fetch_metadata if args.metadata else None,
+    )
+
+
+def _mib(value: int | None) -> str:
+    return f"{value} MiB" if value is not None else "-"
+
+
+def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    matrix = _matrix(args)
+    report = _host_report(args, matrix, args.family or None)
+    if args.json:
+        _dump(report.as_json(), out)
+        return 0
+    o, py = report.os, report.python
+    out.write(
+        f"os          {o.pretty_name or o.id or '-'} (kernel {o.kernel or '-'}, glibc {o.glibc or '-'}, {o.arch})\n"
+    )
+    out.write(
+        f"python      {py.version} {py.implementation} at {py.executable} ({len(py.distributions)} distributions)\n"
+    )
+    lim, c = report.limits, report.container
+    memlock = "unlimited" if lim.memlock_unlimited else _mib(lim.memlock_bytes // 2**20 if lim.memlock_bytes else None)
+    shm = _mib(lim.shm_bytes // 2**20 if lim.shm_bytes else None)
+    out.write(f"limits      /dev/shm {shm}, memlock {memlock}\n")
+    yes = {True: "yes", False: "no"}
+    out.write(
+        f"container   {'inside a container' if c.inside_container else 'not in a container'}; docker socket "
+        f"{yes[c.docker_socket]}; nvidia container toolkit {yes[c.nvidia_container_toolkit]}"
+        f"{'; CDI specs ' + ', '.join(c.cdi_specs) if c.cdi_specs else ''}\n"
+    )
+    if not report.accelerators:
+        out.write(
+            "accelerators none found (no PCI function, kernel module, device node or vendor tool of any family)\n"
+        )
+    for acc in report.accelerators:
+        name = matrix.families[acc.family].name if acc.family in matrix.families else acc.family
+        out.write(
+            f"{acc.family:<11} {name}: driver {acc.driver_version or '-'}, runtime {acc.runtime_version or '-'}, "
+            f"{len(acc.devices)} device(s) via {acc.source}\n"
+        )
+        if acc.shadowed_by:
+            out.write(f"            devices are held by {acc.shadowed_by}, not the vendor driver\n")
+        rows = [
+            [str(d.index), d.name or "-", d.arch or "-", _mib(d.memory_mib), d.pci_bus_id or "-", d.sku or "(unknown)"]
+            for d in acc.devices
+        ]
+        if rows:
+            buffer = io.StringIO()
+            _table(rows, ["#", "NAME", "ARCH", "MEMORY", "PCI", "SKU"], buffer)
+            out.write("".join(f"            {line}\n" for line in buffer.getvalue().splitlines()))
+        for error in acc.errors:
+            out.write(f"            problem: {error}\n")
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace, out: TextIO) -> int:
+    matrix = _matrix(args)
+    report = _host_report(args, matrix)
+    target = Path(args.output)
+    save_snapshot(report, target)
+    out.write(
+        f"{target}: snapshot of {len(report.accelerators)} accelerator famil(ies) and {len(report.raw)} tool run(s)\n"
+    )
+    return 0
+
+
+_MARK = {Status.PASS: "ok  ", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.SKIP: "skip"}
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    matrix = _matrix(args)
+    env = get_env(matrix, args.env)
+    report = _host_report(args, matrix, [env.family] if matrix.families[env.family].pci_vendor_ids else [])
+    findings = check(matrix, env, report)
+    if args.allow_missing_hardware:
+        findings = [
+            dataclasses.replace(f, status=Status.SKIP, message=f.message + " (allowed: --allow-missing-hardware)")
+            if f.id == "hardware.present" and f.status is Status.FAIL
+            else f
+            for f in findings
+        ]
+    source = f"snapshot {args.snapshot}" if args.snapshot else f"host (root {report.root})"
+    result = verdict_json(env.id, findings, source=source)
+    if args.json:
+        _dump(result, out)
+    else:
+        out.write(f"accelenv check {env.id} on {source}\n")
+        for f in findings:
+            out.write(f"  {_MARK[f.status]}  {f.id:<28} {f.message}\n")
+            if f.status in (Status.FAIL, Status.WARN):
+                out.write(f"        expected {f.expected}; found {f.found}\n")
+                if f.fix:
+                    out.write(f"        fix: {f.fix}\n")
+        counts = result["counts"]
+        out.write(
+            f"verdict: {result['verdict']} ({counts['pass']} passed, {counts['warn']} warned, "
+            f"{counts['fail']} failed, {counts['skip']} skipped)\n"
+        )
+    return 1 if result["verdict"] == "fail" else 0
+
+
+def cmd_which(args: argparse.Namespace, out: TextIO) -> int:
+    matrix = _matrix(args)
+    report = _host_report(args, matrix)
+    ranked = rank_environments(matrix, report)
+    if args.json:
+        _dump(ranked, out)
+        return 0
+    if not any(r["runnable"] for r in ranked):
+        out.write("no environment of the matrix can run on this host\n")
+    rows = [
+        [r["id"] + (" *" if r["default"] else ""), r["family"], r["verdict"], r["reason"]]
+        for r in ranked
+        if r["runnable"] or args.all
+    ]
+    _table(rows, ["ENVIRONMENT", "FAMILY", "HOST VERDICT", "WHY"], out)
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------- schema
 
 
@@ -258,6 +404,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("env", metavar="ENV", help="environment id, or a family session name for its default")
     p.add_argument("--json", action="store_true", help="print the resolved environment as JSON")
+
+    def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
+        p.add_argument(
+            "--root", metavar="DIR", help="read /sys, /proc, /dev, /etc under DIR (default: $ACCELENV_ROOT or /)"
+        )
+        p.add_argument(
+            "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help="per vendor tool (default %(default)gs)"
+        )
+        p.add_argument("--metadata", action="store_true", help="ask the GCE metadata server for the TPU type (2 s)")
+        if snapshot:
+            p.add_argument("--snapshot", metavar="FILE", help="judge a saved snapshot instead of this host")
+
+    p = command(
+        "inspect",
+        "Show what this host is: OS, Python, accelerators (PCI, modules, device nodes, vendor tools), limits.",
+        "examples:\n  accelenv inspect\n  accelenv inspect --json | jq '.accelerators[].devices'\n"
+        "  accelenv inspect --root ./captured-node   # a captured host stands in for a real one",
+        cmd_inspect,
+    )
+    host_options(p, snapshot=True)
+    p.add_argument("--family", action="append", metavar="F", help="only run the tools of family F (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (schema/inspect.schema.json)")
+
+    p = command(
+        "check",
+        "Check that this host (or a snapshot) is the environment ENV declares; one line per check.",
+        "examples:\n  accelenv check gpu-nvidia-cu128\n  accelenv check gpu-nvidia --json\n"
+        "  accelenv check gpu-nvidia-cu128 --snapshot ci-node.json   # replay a CI node's verdict\n\n"
+        "exit status: 0 nothing failed (warnings allowed), 1 a check failed, 2 usage error",
+        cmd_check,
+    )
+    p.add_argument("env", metavar="ENV", help="environment id, or a family session name for its default")
+    host_options(p, snapshot=True)
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON (schema/check.schema.json)")
+    p.add_argument(
+        "--allow-missing-hardware",
+        action="store_true",
+        help="no device of the family is a skip, not a failure (laptops; CI never sets this)",
+    )
+
+    p = command(
+        "snapshot",
+        "Save what inspect sees (parsed facts and raw tool outputs) so a verdict can be replayed elsewhere.",
+        "examples:\n  accelenv snapshot -o node7.json\n  accelenv check gpu-amd --snapshot node7.json",
+        cmd_snapshot,
+    )
+    host_options(p, snapshot=False)
+    p.add_argument("-o", "--output", default="accelenv-snapshot.json", metavar="FILE", help="default: %(default)s")
+
+    p = command(
+        "which",
+        "List the environments this host can run, best match first.",
+        "examples:\n  accelenv which\n  accelenv which --all --json",
+        cmd_which,
+    )
+    host_options(p, snapshot=True)
+    p.add_argument("--all", action="store_true", help="also list environments the host cannot run, with the reason")
+    p.add_argument("--json", action="store_true", help="print the ranking as JSON")
 
     p = command(
         "schema",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT_ENV_VAR = "ACCELENV_ROOT"
 MAX_READ = 4 * 1024 * 1024  # sysfs and proc files are small; refuse to slurp anything huge
+CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,17 @@ class Root:
         return self.path / host_path.lstrip("/")
 
     def read_text(self, host_path: str) -> str | None:
+        chunks: list[bytes] = []
+        size = 0
         try:
-            with self.resolve(host_path).open("rb") as handle:
-                data = handle.read(MAX_READ)
+            with self.resolve(host_path).open("rb", buffering=0) as handle:
+                # small reads: procfs refuses a single multi-megabyte read (ENOMEM)
+                while size < MAX_READ and (chunk := handle.read(CHUNK)):
+                    chunks.append(chunk)
+                    size += len(chunk)
         except OSError:
             return None
-        return data.decode("utf-8", errors="replace")
+        return b"".join(chunks).decode("utf-8", errors="replace")
 
     def read_value(self, host_path: str) -> str | None:
         """A one-value file (sysfs attribute): stripped, or None when absent or empty."""

@@ -1,1 +1,65 @@
-"""One module per accelerator family: pure parsers of vendor tool output, and the probe that runs the tool."""
+"""One module per accelerator family: pure parsers of vendor tool output, and the probe that runs the tools.
+
+Each family's probe satisfies `FamilyProbe`: it names the commands to run (all families' commands run at once,
+each with a timeout) and then interprets their results into a `ToolView`. Probes never raise: a tool that is
+missing, fails or prints garbage becomes an entry in `ToolView.errors`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from accelenv.host.facts import DeviceFacts
+    from accelenv.host.root import Root
+    from accelenv.host.run import ToolResult
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeContext:
+    """What a probe may look at besides its tools' output."""
+
+    root: Root
+    environ: Mapping[str, str]
+    distributions: Mapping[str, list[str]]
+    fetch_metadata: Callable[[str], str | None] | None = None  # only set when the user allows network lookups
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolView:
+    """A family as its vendor tools (and files they maintain) describe it."""
+
+    driver_version: str | None = None
+    runtime_version: str | None = None
+    devices: tuple[DeviceFacts, ...] = ()
+    source: str | None = None  # the tool the devices come from
+    errors: tuple[str, ...] = ()
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class FamilyProbe(Protocol):
+    family: str
+
+    def commands(self) -> dict[str, list[str]]:
+        """Commands to run, by a stable key (the key names the raw output in a snapshot)."""
+        ...
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        """Facts from the commands' results; never raises."""
+        ...
+
+
+def tool_errors(results: Mapping[str, ToolResult], *, quiet_missing: bool = True) -> list[str]:
+    """Faults worth reporting. A tool that is simply not installed is not an error in itself (the checks say
+    whether the family needed it)."""
+    return [
+        r.fault for r in results.values() if r.fault and not (quiet_missing and r.fault.endswith("not found on PATH"))
+    ]
+
+
+def first_installed(distributions: Mapping[str, list[str]], name: str) -> str | None:
+    versions = distributions.get(name)
+    return versions[0] if versions else None

@@ -12,8 +12,13 @@ import math
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
+from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+
+if TYPE_CHECKING:
+    from accelenv.host.run import ToolResult
 
 FAMILY = "amd"
 _EXCERPT_CHARS = 60
@@ -313,3 +318,59 @@ def _bdf(value: str | None) -> str | None:
         return None
     domain, bus, device, function = match.groups()
     return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
+
+
+# ---- the probe ---------------------------------------------------------------------------------------------------
+
+ROCM_SMI_ARGS = ["--showid", "--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"]
+
+
+class AmdProbe:
+    """amd-smi (static JSON for devices, `version` for driver and ROCm), rocm-smi as the fallback, and the ROCm
+    version file of the installation."""
+
+    family = FAMILY
+
+    def commands(self) -> dict[str, list[str]]:
+        return {
+            "amd-smi-static": ["amd-smi", "static", "--json"],
+            "amd-smi-version": ["amd-smi", "version"],
+            "rocm-smi": ["rocm-smi", *ROCM_SMI_ARGS],
+        }
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        errors = tool_errors(results)
+        devices: tuple[DeviceFacts, ...] = ()
+        driver: str | None = None
+        rocm: str | None = None
+        source: str | None = None
+        static, version, legacy = (results.get(k) for k in ("amd-smi-static", "amd-smi-version", "rocm-smi"))
+        if static is not None and static.ok:
+            try:
+                devices, source = parse_amd_smi_static_json(static.stdout), "amd-smi"
+            except ParseError as error:
+                errors.append(str(error))
+        if version is not None and version.ok:
+            try:
+                driver, rocm = parse_amd_smi_version(version.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+        if not devices and legacy is not None and legacy.ok:
+            try:
+                facts = parse_rocm_smi_json(legacy.stdout)
+                devices, source = facts.devices, "rocm-smi"
+                driver = driver or facts.driver_version
+            except ParseError as error:
+                errors.append(str(error))
+        if driver is None:
+            driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
+        if rocm is None:
+            text = ctx.root.read_text("/opt/rocm/.info/version")
+            if text is not None:
+                try:
+                    rocm = rocm_version_from_file(text)
+                except ParseError as error:
+                    errors.append(str(error))
+        return ToolView(
+            driver_version=driver, runtime_version=rocm, devices=devices, source=source, errors=tuple(errors)
+        )

@@ -8,8 +8,15 @@ log says `98304 MB` for the same Gaudi 2 memory, so MB is read as MiB.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
+from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from accelenv.host.run import ToolResult
 
 FAMILY = "gaudi"
 HL_QUERY_FIELDS: tuple[str, ...] = ("index", "name", "bus_id", "driver_version", "memory.total", "uuid")
@@ -149,3 +156,41 @@ def _bdf(value: str) -> str | None:
         return None
     domain, bus, device, function = match.groups()
     return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
+
+
+# ---- the probe ---------------------------------------------------------------------------------------------------
+
+
+class GaudiProbe:
+    """hl-smi -Q for devices; the plain hl-smi header for the driver and the software release."""
+
+    family = FAMILY
+
+    def commands(self) -> dict[str, list[str]]:
+        return {"hl-smi-query": ["hl-smi", *hl_smi_args()], "hl-smi": ["hl-smi"]}
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        errors = tool_errors(results)
+        devices: tuple[DeviceFacts, ...] = ()
+        driver: str | None = None
+        software: str | None = None
+        query, table = results.get("hl-smi-query"), results.get("hl-smi")
+        if query is not None and query.ok:
+            try:
+                devices = parse_hl_smi_csv(query.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+        if table is not None and table.ok:
+            try:
+                driver, software = parse_hl_smi_table(table.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+        if driver is None:
+            driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
+        return ToolView(
+            driver_version=driver,
+            runtime_version=software,
+            devices=devices,
+            source="hl-smi" if devices else None,
+            errors=tuple(errors),
+        )

@@ -10,8 +10,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
+from accelenv.host.probes import ProbeContext, ToolView, first_installed, tool_errors
+
+if TYPE_CHECKING:
+    from accelenv.host.run import ToolResult
 
 FAMILY = "neuron"
 _EXCERPT_CHARS = 60
@@ -163,3 +168,42 @@ def _bdf(value: str) -> str | None:
         return None
     domain, bus, device, function = match.groups()
     return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
+
+
+# ---- the probe ---------------------------------------------------------------------------------------------------
+
+
+class NeuronProbe:
+    """neuron-ls for devices; the driver is the `neuron` kernel module (aws-neuronx-dkms) version."""
+
+    family = FAMILY
+
+    def commands(self) -> dict[str, list[str]]:
+        return {"neuron-ls": ["neuron-ls", "--json-output"]}
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        errors = tool_errors(results)
+        devices: tuple[DeviceFacts, ...] = ()
+        listing = results.get("neuron-ls")
+        if listing is not None and listing.ok:
+            try:
+                devices = parse_neuron_ls_json(listing.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+        driver: str | None = None
+        text = ctx.root.read_text("/sys/module/neuron/version")
+        if text is not None:
+            try:
+                driver = parse_module_version(text)
+            except ParseError as error:
+                errors.append(str(error))
+        runtime = first_installed(ctx.distributions, "neuronx-cc")
+        extra = {"neuronx-cc": runtime} if runtime else {}
+        return ToolView(
+            driver_version=driver,
+            runtime_version=None,
+            devices=devices,
+            source="neuron-ls" if devices else None,
+            errors=tuple(errors),
+            extra=extra,
+        )

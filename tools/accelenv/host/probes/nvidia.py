@@ -22,9 +22,12 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
+from accelenv.host.probes import ProbeContext, ToolView, tool_errors
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+
+    from accelenv.host.run import ToolResult
 
 FAMILY = "nvidia"
 TOOL = "nvidia-smi"
@@ -310,3 +313,52 @@ def _excerpt(text: str, limit: int = 80) -> str:
     if len(stripped) <= limit:
         return repr(stripped)
     return repr(stripped[:limit]) + "..."
+
+
+# ---- the probe ---------------------------------------------------------------------------------------------------
+
+
+class NvidiaProbe:
+    """nvidia-smi --query-gpu for devices, --version for the driver and its CUDA version; the kernel module's
+    version when nvidia-smi is missing or broken."""
+
+    family = FAMILY
+
+    def commands(self) -> dict[str, list[str]]:
+        return {"nvidia-smi-query": [TOOL, *query_gpu_args()], "nvidia-smi-version": [TOOL, "--version"]}
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        errors = tool_errors(results)
+        devices: tuple[DeviceFacts, ...] = ()
+        driver: str | None = None
+        cuda: str | None = None
+        query, version = results.get("nvidia-smi-query"), results.get("nvidia-smi-version")
+        if query is not None and query.ok:
+            try:
+                devices = parse_query_gpu(query.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+        if version is not None and version.ok:
+            try:
+                driver, cuda = parse_version(version.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+        if driver is None:
+            driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
+        if driver is None:
+            driver = _module_driver_version(ctx.root.read_text("/proc/driver/nvidia/version"))
+        return ToolView(
+            driver_version=driver,
+            runtime_version=cuda,
+            devices=devices,
+            source=TOOL if devices else None,
+            errors=tuple(errors),
+        )
+
+
+def _module_driver_version(text: str | None) -> str | None:
+    """`NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  ...` from /proc/driver/nvidia/version."""
+    if not text:
+        return None
+    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+    return match.group(1) if match else None

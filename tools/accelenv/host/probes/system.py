@@ -21,7 +21,7 @@ REPORTED_ENV = re.compile(
     r"ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|TPU_.*|NEURON_RT_VISIBLE_CORES|NEURON_RT_NUM_CORES|"
     r"HABANA_VISIBLE_DEVICES|HABANA_VISIBLE_MODULES|ACCELERATOR_TYPE|RAY_ADDRESS|CI)$"
 )
-SHM = "/dev/shm"  # noqa: S108 - the shared-memory mount is what is measured, not a place to write
+SHM = "/dev/shm"
 SECRET = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
 
 
@@ -38,7 +38,9 @@ def os_info(root: Root) -> OsInfo:
     release = parse_os_release(root.read_text("/etc/os-release") or root.read_text("/usr/lib/os-release"))
     glibc: str | None = None
     arch = root.read_value("/proc/sys/kernel/arch")
+    kernel = root.read_value("/proc/sys/kernel/osrelease")
     if root.is_live:
+        kernel = kernel or platform.release() or None
         name, version = platform.libc_ver()
         glibc = version if name == "glibc" and version else None
         arch = arch or platform.machine() or None
@@ -46,7 +48,7 @@ def os_info(root: Root) -> OsInfo:
         id=release.get("ID"),
         version_id=release.get("VERSION_ID"),
         pretty_name=release.get("PRETTY_NAME"),
-        kernel=root.read_value("/proc/sys/kernel/osrelease"),
+        kernel=kernel,
         glibc=glibc,
         arch=arch,
     )

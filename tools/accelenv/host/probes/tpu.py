@@ -12,9 +12,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from accelenv.host.facts import ParseError
+from accelenv.host.probes import ProbeContext, ToolView, first_installed, tool_errors
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from accelenv.host.run import ToolResult
 
 FAMILY = "tpu"
 GOOGLE_PCI_VENDOR_ID: Final = "0x1ae0"
@@ -107,3 +110,44 @@ def _excerpt(text: str) -> str:
     if not flat:
         return "empty output"
     return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
+
+
+# ---- the probe ---------------------------------------------------------------------------------------------------
+
+METADATA_ACCELERATOR_TYPE = "instance/attributes/accelerator-type"
+
+
+class TpuProbe:
+    """TPU chips are seen on PCI (the hardware layer); libtpu's version comes from the installed distribution, the
+    accelerator type from TPU_ACCELERATOR_TYPE, tpu-info, or (only when allowed) the GCE metadata server."""
+
+    family = FAMILY
+
+    def commands(self) -> dict[str, list[str]]:
+        return {"tpu-info-version": ["tpu-info", "--version"]}
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        errors = tool_errors(results)
+        libtpu = first_installed(ctx.distributions, "libtpu")
+        accelerator_type = ctx.environ.get("TPU_ACCELERATOR_TYPE") or None
+        info = results.get("tpu-info-version")
+        if info is not None and info.ok:
+            try:
+                info_libtpu, info_type = parse_tpu_info_version(info.stdout)
+            except ParseError as error:
+                errors.append(str(error))
+            else:
+                libtpu = libtpu or info_libtpu
+                accelerator_type = accelerator_type or info_type
+        if accelerator_type is None and ctx.fetch_metadata is not None:
+            accelerator_type = ctx.fetch_metadata(METADATA_ACCELERATOR_TYPE)
+        extra: dict[str, str] = {}
+        if accelerator_type:
+            extra["accelerator_type"] = accelerator_type
+            generation = generation_from_accelerator_type(accelerator_type)
+            if generation:
+                extra["generation"] = generation
+        jax = first_installed(ctx.distributions, "jax")
+        if jax:
+            extra["jax"] = jax
+        return ToolView(runtime_version=libtpu, errors=tuple(errors), extra=extra)

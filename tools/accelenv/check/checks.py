@@ -1,0 +1,520 @@
+"""`check(matrix, env, report)`: is this host the environment the matrix declares? Pure: it runs nothing.
+
+The same function judges a live host, a replayed snapshot, a container, or each node of a cluster. Each check
+returns a `Finding` with what was expected, what was found, and a fix. Rules come from the matrix (driver
+floors, architectures, pins, visible-device variables); this module only compares.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from accelenv.check.verdict import Finding, Status
+from accelenv.matrix.model import LiteralVersion
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from accelenv.host.report import Accelerator, HostReport
+    from accelenv.matrix import Environment, Family, Matrix, Runtime, Sku
+
+SHM_RECOMMENDED = 1 << 30  # 1 GiB: NCCL and DataLoader workers exhaust docker's 64 MiB default
+_NUMERIC = re.compile(r"\d+(?:\.\d+)*")
+_PLATFORM_ARCH = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+INDEXED_VISIBLE_VARS = frozenset(
+    {
+        "CUDA_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HABANA_VISIBLE_DEVICES",
+        "TPU_VISIBLE_CHIPS",
+    }
+)
+
+
+def numeric_version(text: str | None) -> Version | None:
+    """The leading dotted number of a tool's version string (`1.22.1-97ec1a4` -> 1.22.1), printed as written."""
+    if not text:
+        return None
+    match = _NUMERIC.match(text.strip())
+    if not match:
+        return None
+    try:
+        return LiteralVersion(match.group(0))
+    except InvalidVersion:
+        return None
+
+
+def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bool = False) -> list[Finding]:
+    """Every finding for `env` on the host `report` describes. `host_only` leaves out the Python checks (used to
+    rank which environments a host could run)."""
+    family = matrix.families[env.family]
+    runtime = matrix.runtimes[env.runtime]
+    accelerator = report.accelerator(env.family)
+    findings = [_python(env, report)] if not host_only else []
+    if not family.pci_vendor_ids:
+        findings.append(_cpu_arch(matrix, env, report))
+    else:
+        findings += list(_accelerator_checks(matrix, env, family, runtime=runtime, acc=accelerator, report=report))
+    if not host_only:
+        findings += list(_requirements(env, report))
+        findings += list(_limits(family, report))
+    return findings
+
+
+# ---------------------------------------------------------------------------------------------------- python
+
+
+def _python(env: Environment, report: HostReport) -> Finding:
+    found = ".".join(report.python.version.split(".")[:2])
+    if found == env.python:
+        return Finding(
+            id="python.version",
+            status=Status.PASS,
+            expected=env.python,
+            found=report.python.version,
+            message=f"Python {report.python.version}",
+        )
+    return Finding(
+        id="python.version",
+        status=Status.FAIL,
+        expected=env.python,
+        found=report.python.version,
+        message=f"{env.id} is pinned for Python {env.python}, this is Python {report.python.version}",
+        fix=f"run under python{env.python} (nox -s {env.id} creates it)",
+    )
+
+
+def _cpu_arch(matrix: Matrix, env: Environment, report: HostReport) -> Finding:
+    wanted = sorted({_PLATFORM_ARCH[p] for p in env.platforms})
+    found = report.os.arch or "unknown"
+    ok = found in wanted
+    return Finding(
+        id="hardware.cpu",
+        status=Status.PASS if ok else Status.FAIL,
+        expected=" or ".join(wanted),
+        found=found,
+        message=f"CPU architecture {found}" if ok else f"{env.id} is built for {', '.join(env.platforms)}",
+        fix="" if ok else f"use a host of {' or '.join(wanted)}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- devices
+
+
+def _accelerator_checks(
+    matrix: Matrix,
+    env: Environment,
+    family: Family,
+    *,
+    runtime: Runtime,
+    acc: Accelerator | None,
+    report: HostReport,
+) -> Iterator[Finding]:
+    tool = family.host_tools[0] if family.host_tools else "the vendor tool"
+    if acc is None or not acc.devices:
+        seen = []
+        if acc is not None:
+            seen += [f"module {m}" for m in acc.modules] + list(acc.device_nodes) + list(acc.errors)
+        yield Finding(
+            id="hardware.present",
+            status=Status.FAIL,
+            expected=f"{family.name} devices ({len(env.skus)} SKUs: see accelenv show {env.id})",
+            found="; ".join(seen) or "none: no PCI function of vendor " + ", ".join(family.pci_vendor_ids),
+            message=f"no {family.name} device found on this host",
+            fix=f"run on a host with {family.name} devices, or pick another environment (accelenv which)",
+        )
+        return
+    yield Finding(
+        id="hardware.present",
+        status=Status.PASS,
+        expected=f"{family.name} devices",
+        found=f"{len(acc.devices)} device(s) via {acc.source}",
+        message=f"{len(acc.devices)} {family.name} device(s)",
+    )
+    yield from _driver_module(family, acc)
+    if acc.errors:
+        yield Finding(
+            id="tools",
+            status=Status.FAIL,
+            expected=f"{', '.join(family.host_tools)} answer",
+            found="; ".join(acc.errors),
+            message=f"{len(acc.errors)} problem(s) running or reading the vendor tools",
+            fix=f"make sure {tool} works on this host (run it by hand), then check again",
+        )
+    yield from _skus(matrix, env, acc)
+    yield _architectures(runtime, acc)
+    yield from _driver_version(matrix, family, runtime, acc)
+    yield from _runtime_version(family, runtime, acc)
+    yield from _visible_devices(family, acc, report)
+
+
+def _driver_module(family: Family, acc: Accelerator) -> Iterator[Finding]:
+    if not family.kernel_modules:
+        return
+    if acc.shadowed_by:
+        yield Finding(
+            id="driver.module",
+            status=Status.FAIL,
+            expected=f"devices bound to {', '.join(family.kernel_modules)}",
+            found=f"bound to {acc.shadowed_by}",
+            message=f"the {acc.shadowed_by} driver holds the {family.name} devices",
+            fix=f"blacklist {acc.shadowed_by} and load {family.kernel_modules[0]} (then reboot)",
+        )
+        return
+    loaded = [m for m in family.kernel_modules if m in acc.modules]
+    if loaded:
+        versions = ", ".join(f"{m} {acc.modules[m] or '(no version)'}" for m in loaded)
+        yield Finding(
+            id="driver.module",
+            status=Status.PASS,
+            expected=f"{family.kernel_modules[0]} loaded",
+            found=versions,
+            message=f"kernel module {versions}",
+        )
+    elif acc.driver_version:
+        yield Finding(
+            id="driver.module",
+            status=Status.PASS,
+            expected=f"{family.kernel_modules[0]} loaded",
+            found=f"driver {acc.driver_version} reported by {acc.source}",
+            message="driver answers (its module is not visible here, as in most containers)",
+        )
+    else:
+        yield Finding(
+            id="driver.module",
+            status=Status.FAIL,
+            expected=f"{family.kernel_modules[0]} loaded",
+            found="not loaded",
+            message=f"devices are present but the {family.kernel_modules[0]} driver is not loaded",
+            fix=f"install and load the {family.kernel_modules[0]} driver",
+        )
+
+
+def _skus(matrix: Matrix, env: Environment, acc: Accelerator) -> Iterator[Finding]:
+    names = sorted({d.name or d.pci_device_id or "unknown" for d in acc.devices})
+    unknown = sorted({d.name or d.pci_device_id or "unknown" for d in acc.devices if d.sku is None})
+    foreign = sorted({d.sku for d in acc.devices if d.sku and d.sku not in env.skus})
+    found = ", ".join(
+        f"{n} x{sum(1 for d in acc.devices if (d.name or d.pci_device_id or 'unknown') == n)}" for n in names
+    )
+    if foreign:
+        homes = sorted({e.id for e in matrix.envs.values() for s in foreign if s in e.skus})
+        yield Finding(
+            id="devices.sku",
+            status=Status.FAIL,
+            expected=", ".join(env.skus),
+            found=found,
+            message=f"{', '.join(foreign)} is not a SKU of {env.id}",
+            fix=f"use an environment made for it ({', '.join(homes)})" if homes else "add the SKU to an environment",
+        )
+    elif unknown:
+        yield Finding(
+            id="devices.sku",
+            status=Status.WARN,
+            expected=", ".join(env.skus),
+            found=found,
+            message=f"{', '.join(unknown)} matches no SKU in the matrix",
+            fix="add a [skus.*] entry with its product name and PCI device id (accelenv add sku)",
+        )
+    else:
+        yield Finding(
+            id="devices.sku",
+            status=Status.PASS,
+            expected=", ".join(env.skus),
+            found=found,
+            message=f"devices are SKUs of {env.id}",
+        )
+    if len({d.sku for d in acc.devices}) > 1:
+        yield Finding(
+            id="devices.mixed",
+            status=Status.WARN,
+            expected="one SKU per host",
+            found=found,
+            message="the host mixes device models; collectives run at the pace of the slowest",
+        )
+
+
+def _architectures(runtime: Runtime, acc: Accelerator) -> Finding:
+    archs = sorted({d.arch for d in acc.devices if d.arch})
+    missing = [a for a in archs if a not in runtime.architectures]
+    if missing:
+        return Finding(
+            id="devices.arch",
+            status=Status.FAIL,
+            expected=f"one of {', '.join(runtime.architectures)}",
+            found=", ".join(archs),
+            message=f"{runtime.name} has no code for {', '.join(missing)}",
+            fix="use an environment whose runtime lists the architecture (accelenv which)",
+        )
+    if not archs:
+        return Finding(
+            id="devices.arch",
+            status=Status.SKIP,
+            expected=f"one of {', '.join(runtime.architectures)}",
+            found="unknown",
+            message="the architecture of the devices could not be determined",
+        )
+    return Finding(
+        id="devices.arch",
+        status=Status.PASS,
+        expected=f"one of {', '.join(runtime.architectures)}",
+        found=", ".join(archs),
+        message=f"{runtime.name} supports {', '.join(archs)}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- driver
+
+
+def _driver_version(matrix: Matrix, family: Family, runtime: Runtime, acc: Accelerator) -> Iterator[Finding]:
+    rule = runtime.driver
+    floors = [(matrix.skus[d.sku], matrix.skus[d.sku].driver_min) for d in acc.devices if d.sku]
+    sku_floors = {sku.id: (sku, floor) for sku, floor in floors if floor is not None}
+    if not (rule.min or rule.compat_min or rule.max or rule.accepted or sku_floors):
+        return
+    expected = _describe_rule(runtime, sku_floors)
+    found = numeric_version(acc.driver_version)
+    if found is None:
+        yield Finding(
+            id="driver.version",
+            status=Status.FAIL,
+            expected=expected,
+            found=acc.driver_version or "unknown",
+            message=f"the {family.name} driver version could not be read",
+            fix=f"check that {', '.join(family.host_tools) or 'the vendor tool'} runs and reports the driver",
+        )
+        return
+    fail, warn = [], []
+    if rule.max is not None and found >= rule.max:
+        fail.append(f"driver {found} is at or above {rule.max}, which {runtime.name} does not support")
+    if rule.min is not None and found < rule.min:
+        if rule.compat_min is not None and found >= rule.compat_min:
+            warn.append(
+                f"driver {found} is below {rule.min}: {runtime.name} runs only through minor-version compatibility "
+                "(no JIT of newer PTX, no APIs newer than the driver)"
+            )
+        else:
+            floor = rule.compat_min or rule.min
+            fail.append(f"driver {found} is below {floor}, the oldest that {runtime.name} runs on")
+    for sku, floor in sku_floors.values():
+        if found < floor:
+            fail.append(f"{sku.name} needs driver {floor} or newer")
+    if rule.accepted and not any(_has_prefix(acc.driver_version or "", p) for p in rule.accepted):
+        warn.append(f"driver {acc.driver_version} is not one known to work with {runtime.name}")
+    status = Status.FAIL if fail else Status.WARN if warn else Status.PASS
+    needed = max([v for v in (rule.min, *(f for _, f in sku_floors.values())) if v is not None], default=None)
+    yield Finding(
+        id="driver.version",
+        status=status,
+        expected=expected,
+        found=acc.driver_version or str(found),
+        message="; ".join(fail + warn) or f"driver {acc.driver_version} satisfies {runtime.name}",
+        fix=(f"install driver {needed} or newer, or use an older runtime's environment" if needed else "")
+        if fail
+        else (rule.notes if warn else ""),
+    )
+
+
+def _has_prefix(version: str, prefix: str) -> bool:
+    return version == prefix or version.startswith(prefix + ".") or version.startswith(prefix + "-")
+
+
+def _describe_rule(runtime: Runtime, sku_floors: Mapping[str, tuple[Sku, Version]]) -> str:
+    rule = runtime.driver
+    parts = []
+    if rule.min:
+        parts.append(f">= {rule.min}")
+    if rule.compat_min:
+        parts.append(f"(>= {rule.compat_min} in compatibility mode)")
+    if rule.max:
+        parts.append(f"< {rule.max}")
+    if rule.accepted:
+        parts.append(f"known good: {', '.join(rule.accepted)}")
+    parts += [f"{sku} >= {floor}" for sku, (_, floor) in sorted(sku_floors.items())]
+    return " ".join(parts)
+
+
+def _runtime_version(family: Family, runtime: Runtime, acc: Accelerator) -> Iterator[Finding]:
+    """For CUDA: the driver's own CUDA version must cover the runtime's. Elsewhere the host's runtime release
+    (ROCm install, Gaudi software) should be the runtime's release line."""
+    if runtime.version is None or acc.runtime_version is None:
+        return
+    found = numeric_version(acc.runtime_version)
+    if found is None:
+        return
+    wanted = Version(f"{runtime.version.major}.{runtime.version.minor}")
+    have = Version(f"{found.major}.{found.minor}")
+    if family.runtime_kind == "cuda":
+        if have >= wanted:
+            status, message = Status.PASS, f"driver supports CUDA {acc.runtime_version}"
+        elif have.major == wanted.major and runtime.driver.compat_min is not None:
+            status = Status.WARN
+            message = (
+                f"the driver supports CUDA {acc.runtime_version}, older than {wanted}: minor-version compatibility only"
+            )
+        else:
+            status, message = (
+                Status.FAIL,
+                f"the driver supports CUDA {acc.runtime_version}; {runtime.name} needs {wanted}",
+            )
+        yield Finding(
+            id="driver.cuda",
+            status=status,
+            expected=f">= {wanted}",
+            found=acc.runtime_version,
+            message=message,
+            fix="" if status is Status.PASS else f"install a driver that supports CUDA {wanted} or newer",
+        )
+        return
+    same = have == wanted
+    yield Finding(
+        id="runtime.version",
+        status=Status.PASS if same else Status.WARN,
+        expected=f"{wanted}.x",
+        found=acc.runtime_version,
+        message=f"host {runtime.name.split()[0]} {acc.runtime_version}"
+        + ("" if same else f" differs from the environment's {runtime.version}"),
+        fix="" if same else f"install the {wanted} release on the host, or use the environment that matches it",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- visible
+
+
+def _entries(value: str) -> list[str]:
+    out = []
+    for raw in value.split(","):
+        part = raw.strip()
+        if re.fullmatch(r"\d+-\d+", part):
+            low, high = (int(x) for x in part.split("-"))
+            out += [str(i) for i in range(low, high + 1)]
+        elif part:
+            out.append(part)
+    return out
+
+
+def _visible_devices(family: Family, acc: Accelerator, report: HostReport) -> Iterator[Finding]:
+    set_vars = {v: report.environment[v] for v in family.visible_devices_env if v in report.environment}
+    if not set_vars:
+        return
+    problems, warnings = [], []
+    uuids = {d.uuid for d in acc.devices if d.uuid}
+    for var, value in set_vars.items():
+        lowered = value.strip().lower()
+        if lowered in ("all", "void", "none"):
+            if lowered != "all":
+                problems.append(f"{var}={value} hides every device")
+            continue
+        entries = _entries(value)
+        if not entries:
+            problems.append(f"{var} is set but empty: the process sees no device")
+            continue
+        if var not in INDEXED_VISIBLE_VARS:
+            continue
+        for entry in entries:
+            if entry.lstrip("-").isdigit():
+                if int(entry) < 0 or int(entry) >= len(acc.devices):
+                    problems.append(f"{var} names device {entry}, but the host has {len(acc.devices)}")
+            elif uuids and entry not in uuids and not entry.startswith("MIG-"):
+                problems.append(f"{var} names {entry}, which is not a device of this host")
+    indexed = {v: value for v, value in set_vars.items() if v in INDEXED_VISIBLE_VARS and value.lower() != "all"}
+    if len(set(indexed.values())) > 1:
+        warnings.append(" and ".join(f"{v}={val}" for v, val in indexed.items()) + " disagree")
+    found = " ".join(f"{v}={val}" for v, val in set_vars.items())
+    status = Status.FAIL if problems else Status.WARN if warnings else Status.PASS
+    yield Finding(
+        id="devices.visible",
+        status=status,
+        expected=f"{', '.join(family.visible_devices_env)} name existing devices, consistently",
+        found=found,
+        message="; ".join(problems + warnings) or "visible-device variables agree with the devices",
+        fix="" if status is Status.PASS else f"unset or correct {', '.join(set_vars)}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- python pins
+
+
+def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
+    installed = report.python.distributions
+    for req in env.requirements.packages:
+        pin = next(iter(req.specifier)).version
+        name = canonicalize_name(req.name)
+        versions = installed.get(name, [])
+        fid = f"requirements.{name}"
+        if not versions:
+            yield Finding(
+                id=fid,
+                status=Status.FAIL,
+                expected=pin,
+                found="not installed",
+                message=f"{req.name} is not installed",
+                fix=f"install the environment's lock (nox -s {env.id})",
+            )
+        elif len(versions) > 1:
+            yield Finding(
+                id=fid,
+                status=Status.FAIL,
+                expected=pin,
+                found=", ".join(versions),
+                message=f"{req.name} is installed {len(versions)} times; which one imports is an accident",
+                fix=f"recreate the environment (pip uninstall {req.name} until none is left, then reinstall)",
+            )
+        elif _same_version(versions[0], pin):
+            yield Finding(id=fid, status=Status.PASS, expected=pin, found=versions[0], message=f"{req.name} {pin}")
+        else:
+            label_note = ""
+            if versions[0].partition("+")[0] == pin.partition("+")[0]:
+                label_note = f": a +{versions[0].partition('+')[2] or '(none)'} build, not +{pin.partition('+')[2]}"
+            yield Finding(
+                id=fid,
+                status=Status.FAIL,
+                expected=pin,
+                found=versions[0],
+                message=f"{req.name} {versions[0]} is installed, {env.id} pins {pin}{label_note}",
+                fix=f"install the environment's lock (nox -s {env.id}); a plain pip install may pull another build",
+            )
+
+
+def _same_version(installed: str, pin: str) -> bool:
+    """Exact equality, local label included: `==2.8.0` would accept 2.8.0+cpu, this does not."""
+    try:
+        return Version(installed) == Version(pin) and Version(installed).local == Version(pin).local
+    except InvalidVersion:
+        return installed == pin
+
+
+# ---------------------------------------------------------------------------------------------------- limits
+
+
+def _limits(family: Family, report: HostReport) -> Iterator[Finding]:
+    shm = report.limits.shm_bytes
+    if shm is not None:
+        ok = shm >= SHM_RECOMMENDED
+        yield Finding(
+            id="limits.shm",
+            status=Status.PASS if ok else Status.WARN,
+            expected=">= 1 GiB",
+            found=f"{shm / 2**20:.0f} MiB",
+            message="/dev/shm is large enough" if ok else "/dev/shm is small: NCCL and DataLoader workers run out",
+            fix="" if ok else "give containers --shm-size=16g (or --ipc=host)",
+        )
+    if not family.pci_vendor_ids:
+        return
+    memlock = report.limits
+    if memlock.memlock_unlimited:
+        yield Finding(id="limits.memlock", status=Status.PASS, expected="unlimited", found="unlimited", message="")
+    elif memlock.memlock_bytes is not None:
+        yield Finding(
+            id="limits.memlock",
+            status=Status.WARN,
+            expected="unlimited",
+            found=f"{memlock.memlock_bytes // 1024} KiB",
+            message="locked memory is limited: RDMA (GPUDirect, EFA) registrations fail",
+            fix="ulimit -l unlimited, or docker run --ulimit memlock=-1",
+        )

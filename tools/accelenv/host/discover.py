@@ -1,0 +1,184 @@
+"""Discovery: run every family's probe at once and join what the tools say with what the hardware shows.
+
+Two layers per family, so a broken driver is still seen: the hardware layer (PCI functions, kernel modules,
+device nodes, all read through the `Root`) and the vendor tool layer (each tool with a timeout, all at once).
+Devices come from the tool when it answered, else from PCI; each is matched to a matrix SKU by PCI device id,
+then by product name.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import TYPE_CHECKING
+
+from accelenv.host.pci import device_nodes, module_versions, scan_pci
+from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView
+from accelenv.host.probes.amd import AmdProbe
+from accelenv.host.probes.gaudi import GaudiProbe
+from accelenv.host.probes.neuron import NeuronProbe
+from accelenv.host.probes.nvidia import NvidiaProbe
+from accelenv.host.probes.python import python_info
+from accelenv.host.probes.system import container, limits, os_info, reported_environment
+from accelenv.host.probes.tpu import TpuProbe
+from accelenv.host.report import Accelerator, Device, HostReport, PciDevice
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from accelenv.host.facts import DeviceFacts
+    from accelenv.host.root import Root
+    from accelenv.host.run import ToolResult, ToolRunner
+    from accelenv.matrix import Family, Matrix
+
+PROBE_ENTRY_POINTS = "accelenv.probes"
+BUILTIN_PROBES: tuple[FamilyProbe, ...] = (NvidiaProbe(), AmdProbe(), TpuProbe(), NeuronProbe(), GaudiProbe())
+# Drivers that may hold a family's devices without being its vendor driver: passthrough for VMs and TPUs.
+PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
+
+
+def probes() -> dict[str, FamilyProbe]:
+    """Built-in probes, then any registered under the `accelenv.probes` entry-point group (a plugin may add a
+    family or replace a built-in one)."""
+    found: dict[str, FamilyProbe] = {p.family: p for p in BUILTIN_PROBES}
+    for entry in importlib.metadata.entry_points(group=PROBE_ENTRY_POINTS):
+        probe = entry.load()()
+        found[str(probe.family)] = probe
+    return found
+
+
+def discover(
+    matrix: Matrix,
+    *,
+    root: Root,
+    runner: ToolRunner,
+    environ: Mapping[str, str],
+    families: Iterable[str] | None = None,
+    fetch_metadata: Callable[[str], str | None] | None = None,
+    registry: Mapping[str, FamilyProbe] | None = None,
+) -> HostReport:
+    """Everything that can be seen of this host. `families` limits the vendor tools that run (and always reports
+    those families, even when nothing of them is found)."""
+    wanted = set(families) if families is not None else None
+    selected = [f for f in matrix.families.values() if f.pci_vendor_ids and (wanted is None or f.id in wanted)]
+    registry = registry if registry is not None else probes()
+    python = python_info()
+    pci = scan_pci(root, matrix)
+
+    jobs = [
+        (family.id, key, argv)
+        for family in selected
+        if family.id in registry
+        for key, argv in registry[family.id].commands().items()
+    ]
+    outcomes = runner.run_all([argv for _, _, argv in jobs])
+    results: dict[str, dict[str, ToolResult]] = {}
+    for (family_id, key, _), outcome in zip(jobs, outcomes, strict=True):
+        results.setdefault(family_id, {})[key] = outcome
+
+    ctx = ProbeContext(root=root, environ=environ, distributions=python.distributions, fetch_metadata=fetch_metadata)
+    accelerators = []
+    for family in selected:
+        probe = registry.get(family.id)
+        view = probe.interpret(ctx, results.get(family.id, {})) if probe else ToolView()
+        accelerator = _accelerator(
+            matrix, family, root=root, view=view, pci=pci.get(family.id, []), results=results.get(family.id, {})
+        )
+        if wanted is not None or _seen(accelerator, results.get(family.id, {})):
+            accelerators.append(accelerator)
+    return HostReport(
+        root=str(root.path),
+        os=os_info(root),
+        python=python,
+        accelerators=tuple(accelerators),
+        environment=reported_environment(environ),
+        limits=limits(root),
+        container=container(root, runner),
+        raw={key: r for family_results in results.values() for key, r in family_results.items()},
+    )
+
+
+def _seen(accelerator: Accelerator, results: Mapping[str, ToolResult]) -> bool:
+    tool_answered = any(r.ok or not (r.fault or "").endswith("not found on PATH") for r in results.values())
+    return (
+        bool(accelerator.devices or accelerator.pci_devices or accelerator.modules or accelerator.device_nodes)
+        or tool_answered
+    )
+
+
+def _accelerator(
+    matrix: Matrix,
+    family: Family,
+    *,
+    root: Root,
+    view: ToolView,
+    pci: list[PciDevice],
+    results: Mapping[str, ToolResult],
+) -> Accelerator:
+    bound = {p.driver for p in pci if p.driver}
+    modules = module_versions(root, tuple(dict.fromkeys([*family.kernel_modules, *sorted(bound)])))
+    shadow = sorted(d for d in bound if family.kernel_modules and d not in family.kernel_modules)
+    shadow = [d for d in shadow if d not in PASSTHROUGH_DRIVERS]
+    if view.devices:
+        devices = tuple(_from_tool(matrix, family.id, d, pci) for d in view.devices)
+        source = view.source or "tool"
+    else:
+        devices = tuple(_from_pci(matrix, i, p) for i, p in enumerate(pci))
+        source = "pci" if pci else "none"
+    return Accelerator(
+        family=family.id,
+        driver_version=view.driver_version,
+        runtime_version=view.runtime_version,
+        devices=devices,
+        source=source,
+        errors=view.errors,
+        pci_devices=tuple(pci),
+        modules=modules,
+        device_nodes=device_nodes(root, family),
+        shadowed_by=shadow[0] if shadow else None,
+        extra={**view.extra, **({"tools": ",".join(sorted(k for k, r in results.items() if r.ok))} if results else {})},
+    )
+
+
+def match_sku(matrix: Matrix, family: str, *, pci_device_id: str | None, name: str | None) -> str | None:
+    """The matrix SKU a device is: by PCI device id first (exact), then by product-name pattern."""
+    if pci_device_id:
+        for sku in matrix.skus.values():
+            if sku.family == family and pci_device_id.lower() in sku.pci_device_ids:
+                return sku.id
+    if name:
+        for sku in matrix.skus.values():
+            if sku.family == family and sku.matches_name(name):
+                return sku.id
+    return None
+
+
+def _from_tool(matrix: Matrix, family: str, facts: DeviceFacts, pci: list[PciDevice]) -> Device:
+    device_id = facts.pci_device_id
+    if device_id is None and facts.pci_bus_id:
+        device_id = next((p.device_id for p in pci if p.address == facts.pci_bus_id.lower()), None)
+    sku = match_sku(matrix, family, pci_device_id=device_id, name=facts.name)
+    arch = facts.arch or (matrix.skus[sku].arch if sku else None)
+    return Device(
+        index=facts.index,
+        name=facts.name,
+        arch=arch,
+        memory_mib=facts.memory_mib,
+        pci_bus_id=facts.pci_bus_id,
+        pci_device_id=device_id,
+        uuid=facts.uuid,
+        sku=sku,
+    )
+
+
+def _from_pci(matrix: Matrix, index: int, device: PciDevice) -> Device:
+    sku = matrix.skus.get(device.sku) if device.sku else None
+    return Device(
+        index=index,
+        name=sku.name if sku else None,
+        arch=sku.arch if sku else None,
+        memory_mib=None,
+        pci_bus_id=device.address,
+        pci_device_id=device.device_id,
+        uuid=None,
+        sku=device.sku,
+    )
