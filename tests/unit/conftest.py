@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import socket
 import subprocess
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+from hostkit import make_root
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 
 def _forbidden(what: str) -> NoReturn:
@@ -23,3 +28,9 @@ def _no_outside_world(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(subprocess, "Popen", popen)
     monkeypatch.setattr(socket.socket, "connect", connect)
+
+
+@pytest.fixture
+def fake_root(tmp_path: Path) -> Callable[..., Path]:
+    """Build a host tree under a temporary folder: `fake_root(pci=[Pci(...)], modules={...}, files={...})`."""
+    return lambda **kwargs: make_root(tmp_path / "host", **kwargs)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from accelenv.host.facts import DeviceFacts
     from accelenv.host.root import Root
-    from accelenv.host.run import ToolResult, ToolRunner
+    from accelenv.host.run import Runner, ToolResult
     from accelenv.matrix import Family, Matrix
 
 PROBE_ENTRY_POINTS = "accelenv.probes"
@@ -50,7 +50,7 @@ def discover(
     matrix: Matrix,
     *,
     root: Root,
-    runner: ToolRunner,
+    runner: Runner,
     environ: Mapping[str, str],
     families: Iterable[str] | None = None,
     fetch_metadata: Callable[[str], str | None] | None = None,

@@ -13,7 +13,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -61,6 +61,16 @@ class ToolResult:
             seconds=float(seconds) if isinstance(seconds, int | float) else 0.0,
             fault=str(fault) if fault is not None else None,
         )
+
+
+class Runner(Protocol):
+    """What discovery needs from a tool runner; tests pass a fake that answers from captures."""
+
+    def which(self, tool: str) -> str | None: ...
+
+    def run(self, argv: Sequence[str]) -> ToolResult: ...
+
+    def run_all(self, commands: Sequence[Sequence[str]]) -> list[ToolResult]: ...
 
 
 class ToolRunner:

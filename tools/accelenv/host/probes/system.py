@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from accelenv.host.root import Root
-    from accelenv.host.run import ToolRunner
+    from accelenv.host.run import Runner
 
 # Variables that say which devices a process sees or what a node is; anything else stays out of reports.
 REPORTED_ENV = re.compile(
@@ -93,7 +93,7 @@ def limits(root: Root) -> Limits:
     return Limits(shm_bytes=shm, memlock_bytes=memlock, memlock_unlimited=unlimited)
 
 
-def container(root: Root, runner: ToolRunner) -> Container:
+def container(root: Root, runner: Runner) -> Container:
     cgroup = root.read_text("/proc/1/cgroup") or ""
     inside = (
         root.exists("/.dockerenv")
