@@ -77,15 +77,14 @@ def nvidia_host(
         outputs["nvidia-smi --query-gpu=" + ",".join(QUERY_FIELDS)] = query
     if version is not None:
         outputs["nvidia-smi --version"] = version
-    report = discover(matrix, root=Root(root), runner=FakeRunner(outputs), environ=environ or {}, families=["nvidia"])
-    return dataclasses.replace(
-        report,
-        python=PythonInfo(
-            version=python,
-            implementation="CPython",
-            executable="/usr/bin/python3",
-            distributions=packages if packages is not None else {"torch": ["2.9.1+cu128"], "ray": ["2.60.0"]},
-        ),
+    facts = PythonInfo(
+        version=python,
+        implementation="CPython",
+        executable="/usr/bin/python3",
+        distributions=packages if packages is not None else {"torch": ["2.9.1+cu128"], "ray": ["2.60.0"]},
+    )
+    return discover(
+        matrix, root=Root(root), runner=FakeRunner(outputs), environ=environ or {}, families=["nvidia"], python=facts
     )
 
 
@@ -379,3 +378,15 @@ def test_verdict_json_shape(tmp_path: Path, matrix: Matrix) -> None:
 def test_numeric_version(text: str | None, expected: str | None) -> None:
     version = numeric_version(text)
     assert (str(version) if version else None) == expected
+
+
+def test_outputs_follow_their_published_schemas(tmp_path: Path, matrix: Matrix) -> None:
+    import jsonschema
+
+    from accelenv.contracts import check_schema, inspect_schema
+
+    report = h100_report(tmp_path, matrix, environ={"CUDA_VISIBLE_DEVICES": "0"})
+    jsonschema.Draft202012Validator(inspect_schema()).validate(report.as_json())
+    jsonschema.Draft202012Validator(inspect_schema()).validate(report.as_json(raw=True))
+    verdict_data = verdict_json("gpu-nvidia-cu128", check(matrix, matrix.envs["gpu-nvidia-cu128"], report), source="t")
+    jsonschema.Draft202012Validator(check_schema()).validate(verdict_data)

@@ -141,14 +141,19 @@ def test_matrix_found_from_env_var_and_parents(
 
 
 def test_schema_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    target = tmp_path / "schema.json"
-    assert main(["schema", "--check", "-o", str(target)]) == 1
-    assert main(["schema", "--write", "-o", str(target)]) == 0
-    assert main(["schema", "--check", "-o", str(target)]) == 0
-    before = target.stat().st_mtime_ns
-    assert main(["schema", "--write", "-o", str(target)]) == 0
-    assert target.stat().st_mtime_ns == before  # a no-op write leaves the file untouched
-    assert "unchanged" in capsys.readouterr().out
+    folder = tmp_path / "schema"
+    assert main(["schema", "--check", "-o", str(folder)]) == 1
+    assert main(["schema", "--write", "-o", str(folder)]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "check.schema.json",
+        "inspect.schema.json",
+        "matrix.schema.json",
+    ]
+    assert main(["schema", "--check", "-o", str(folder)]) == 0
+    before = (folder / "matrix.schema.json").stat().st_mtime_ns
+    assert main(["schema", "--write", "-o", str(folder)]) == 0
+    assert (folder / "matrix.schema.json").stat().st_mtime_ns == before  # a no-op write leaves files untouched
+    assert "up to date" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", ["validate", "list", "show", "schema"])

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from accelenv.contracts import SCHEMAS, schema_files
 from accelenv.matrix import Matrix, Severity, load_matrix, validate_file
 from accelenv.matrix.model import LiteralVersion
 from accelenv.matrix.rules import wheel_tag_for
-from accelenv.matrix.schema import matrix_schema, schema_text
+from accelenv.matrix.schema import schema_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,8 +30,9 @@ def test_shipped_matrix_has_no_errors() -> None:
     assert {p.rule for p in validation.problems if p.severity is Severity.WARNING} <= {"unpinned"}
 
 
-def test_schema_file_is_current() -> None:
-    assert (REPO / "schema" / "matrix.schema.json").read_text(encoding="utf-8") == schema_text()
+@pytest.mark.parametrize(("name", "text"), sorted(schema_files().items()))
+def test_schema_files_are_current(name: str, text: str) -> None:
+    assert (REPO / "schema" / name).read_text(encoding="utf-8") == text, "run `accelenv schema --write`"
 
 
 def test_matrix_points_editors_at_the_schema() -> None:
@@ -57,9 +59,11 @@ def _walk(node: Any, path: str) -> list[str]:
     return missing
 
 
-def test_every_schema_property_is_described_and_closed() -> None:
-    assert _walk(matrix_schema(), "#") == []
-    assert matrix_schema()["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_schema_property_is_described_and_closed(name: str) -> None:
+    schema = SCHEMAS[name]()
+    assert _walk(schema, "#") == []
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
 def test_families_and_defaults(matrix: Matrix) -> None:

@@ -19,7 +19,9 @@ from accelenv import __version__
 from accelenv.check.checks import check
 from accelenv.check.rank import rank_environments
 from accelenv.check.verdict import Status, verdict_json
+from accelenv.contracts import SCHEMAS, schema_files
 from accelenv.errors import AccelenvError, MatrixInvalidError, UsageError
+from accelenv.fileio import write_atomic
 from accelenv.host.discover import discover
 from accelenv.host.metadata import fetch_metadata
 from accelenv.host.root import Root
@@ -27,14 +29,13 @@ from accelenv.host.run import DEFAULT_TIMEOUT, ToolRunner
 from accelenv.host.snapshot import load_snapshot, save_snapshot
 from accelenv.matrix import Matrix, Severity, find_matrix, load_matrix, validate_file
 from accelenv.matrix.resolve import get_env, resolve
-from accelenv.matrix.schema import schema_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from accelenv.host.report import HostReport
 
-SCHEMA_FILE = Path("schema") / "matrix.schema.json"
+SCHEMA_DIR = Path("schema")
 
 MAIN_EPILOG = """\
 examples:
@@ -333,26 +334,24 @@ def cmd_which(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
-    text = schema_text()
+    files = schema_files()
     if not (args.check or args.write):
-        out.write(text)
+        out.write(files[args.name])
         return 0
-    target = Path(args.output) if args.output else find_matrix(args.matrix).parent / SCHEMA_FILE
-    current = target.read_text(encoding="utf-8") if target.is_file() else None
-    if args.check:
+    folder = Path(args.output) if args.output else find_matrix(args.matrix).parent / SCHEMA_DIR
+    stale = []
+    for name, text in files.items():
+        target = folder / name
+        current = target.read_text(encoding="utf-8") if target.is_file() else None
         if current == text:
             out.write(f"{target}: up to date\n")
-            return 0
-        out.write(f"{target}: out of date; run `accelenv schema --write`\n")
-        return 1
-    if current != text:
-        from accelenv.fileio import write_atomic
-
-        write_atomic(target, text)
-        out.write(f"{target}: written\n")
-    else:
-        out.write(f"{target}: unchanged\n")
-    return 0
+        elif args.check:
+            out.write(f"{target}: out of date; run `accelenv schema --write`\n")
+            stale.append(target)
+        else:
+            write_atomic(target, text)
+            out.write(f"{target}: written\n")
+    return 1 if stale else 0
 
 
 # ------------------------------------------------------------------------------------------------- parser
@@ -465,14 +464,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "schema",
-        "Print the JSON Schema of matrix.toml, or write/check schema/matrix.schema.json.",
-        "examples:\n  accelenv schema --check    # CI: the committed schema matches this version",
+        "Print a JSON Schema (matrix.toml, inspect --json, check --json), or write/check the schema/ files.",
+        "examples:\n  accelenv schema > matrix.schema.json\n  accelenv schema check.schema.json\n"
+        "  accelenv schema --check    # CI: the committed schemas match this version",
         cmd_schema,
     )
+    p.add_argument("name", nargs="?", default="matrix.schema.json", choices=sorted(SCHEMAS), help="schema to print")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="write the schema file if it changed")
-    group.add_argument("--check", action="store_true", help="exit 1 if the schema file is out of date")
-    p.add_argument("-o", "--output", metavar="PATH", help="schema file (default: schema/ beside the matrix)")
+    group.add_argument("--write", action="store_true", help="write every schema file that changed")
+    group.add_argument("--check", action="store_true", help="exit 1 if a schema file is out of date")
+    p.add_argument("-o", "--output", metavar="DIR", help="schema folder (default: schema/ beside the matrix)")
     return parser
 
 

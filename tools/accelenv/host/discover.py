@@ -20,7 +20,7 @@ from accelenv.host.probes.nvidia import NvidiaProbe
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
 from accelenv.host.probes.tpu import TpuProbe
-from accelenv.host.report import Accelerator, Device, HostReport, PciDevice
+from accelenv.host.report import Accelerator, Device, HostReport, PciDevice, PythonInfo
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -55,13 +55,14 @@ def discover(
     families: Iterable[str] | None = None,
     fetch_metadata: Callable[[str], str | None] | None = None,
     registry: Mapping[str, FamilyProbe] | None = None,
+    python: PythonInfo | None = None,
 ) -> HostReport:
     """Everything that can be seen of this host. `families` limits the vendor tools that run (and always reports
-    those families, even when nothing of them is found)."""
+    those families, even when nothing of them is found). `python` replaces the running interpreter's facts."""
     wanted = set(families) if families is not None else None
     selected = [f for f in matrix.families.values() if f.pci_vendor_ids and (wanted is None or f.id in wanted)]
     registry = registry if registry is not None else probes()
-    python = python_info()
+    python = python or python_info()
     pci = scan_pci(root, matrix)
 
     jobs = [

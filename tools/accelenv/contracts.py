@@ -1,0 +1,196 @@
+"""JSON Schemas of accelenv's machine-readable outputs: `inspect --json` and `check --json`.
+
+These are contracts for CI and tooling: fields are only added, never renamed or retyped, without a version
+bump. Written to `schema/inspect.schema.json` and `schema/check.schema.json` by `accelenv schema --write`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from accelenv.matrix.schema import matrix_schema
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+Json = dict[str, Any]
+BASE = "https://accelenv.dev/schema/"
+
+
+def _nullable(kind: str, description: str) -> Json:
+    return {"type": [kind, "null"], "description": description}
+
+
+def _obj(description: str, properties: dict[str, Json], *, required: tuple[str, ...] | None = None) -> Json:
+    return {
+        "type": "object",
+        "description": description,
+        "additionalProperties": False,
+        "required": list(properties if required is None else required),
+        "properties": properties,
+    }
+
+
+def _strings(description: str) -> Json:
+    return {"type": "array", "description": description, "items": {"type": "string"}}
+
+
+def _str_map(description: str, value: Json) -> Json:
+    return {"type": "object", "description": description, "additionalProperties": value}
+
+
+def inspect_schema() -> Json:
+    device = _obj(
+        "One accelerator device.",
+        {
+            "index": {"type": "integer", "description": "Index as the vendor tool numbers it (PCI order otherwise)."},
+            "name": _nullable("string", "Product name as the tool prints it."),
+            "arch": _nullable("string", "Architecture, named like the matrix: sm_90, gfx942, v6e, neuroncore-v2."),
+            "memory_mib": _nullable("integer", "Device memory in MiB as the tool reports it."),
+            "pci_bus_id": _nullable("string", "PCI address, domain:bus:device.function, lower case."),
+            "pci_device_id": _nullable("string", "PCI device id, e.g. 0x2330."),
+            "uuid": _nullable("string", "Device UUID where the tool reports one."),
+            "sku": _nullable("string", "The matrix SKU id this device matched (by PCI id, then name), or null."),
+        },
+    )
+    pci = _obj(
+        "A PCI function of the family's vendor, from sysfs.",
+        {
+            "address": {"type": "string", "description": "PCI address."},
+            "vendor_id": {"type": "string", "description": "PCI vendor id."},
+            "device_id": {"type": "string", "description": "PCI device id."},
+            "class_code": _nullable("string", "PCI class code."),
+            "driver": _nullable("string", "Kernel driver bound to the function."),
+            "sku": _nullable("string", "Matrix SKU matched by PCI device id."),
+        },
+    )
+    accelerator = _obj(
+        "One accelerator family as seen on this host.",
+        {
+            "family": {"type": "string", "description": "Family id from the matrix."},
+            "driver_version": _nullable("string", "Host driver version (NVIDIA: KMD/driver version)."),
+            "runtime_version": _nullable(
+                "string", "NVIDIA: the CUDA version the driver supports; AMD: ROCm; TPU: libtpu; Gaudi: software."
+            ),
+            "devices": {"type": "array", "description": "Devices, from the vendor tool or PCI.", "items": device},
+            "source": {"type": "string", "description": "Where the devices come from: a tool name, pci, or none."},
+            "errors": _strings("Faults: tools that were missing, timed out, failed, or printed unreadable output."),
+            "pci_devices": {"type": "array", "description": "The hardware layer.", "items": pci},
+            "modules": _str_map("Loaded kernel modules and their versions.", {"type": ["string", "null"]}),
+            "device_nodes": _strings("Device nodes present (/dev/nvidia0, /dev/kfd, ...)."),
+            "shadowed_by": _nullable("string", "A driver holding the devices instead of the vendor's (nouveau)."),
+            "extra": _str_map("Family-specific facts (TPU accelerator type, tools that answered).", {"type": "string"}),
+        },
+    )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": BASE + "inspect.schema.json",
+        "title": "accelenv inspect --json",
+        "description": "What discovery saw on one host (a snapshot's `report` adds `raw` tool outputs).",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["version", "root", "os", "python", "accelerators", "environment", "limits", "container"],
+        "properties": {
+            "version": {"const": 1, "description": "Version of this report format."},
+            "root": {"type": "string", "description": "The folder all host files were read under (/ when live)."},
+            "os": _obj(
+                "Operating system.",
+                {
+                    "id": _nullable("string", "os-release ID."),
+                    "version_id": _nullable("string", "os-release VERSION_ID."),
+                    "pretty_name": _nullable("string", "os-release PRETTY_NAME."),
+                    "kernel": _nullable("string", "Kernel release."),
+                    "glibc": _nullable("string", "glibc version."),
+                    "arch": _nullable("string", "CPU architecture (x86_64, aarch64)."),
+                },
+            ),
+            "python": _obj(
+                "The Python interpreter accelenv ran in.",
+                {
+                    "version": {"type": "string", "description": "Python version."},
+                    "implementation": {"type": "string", "description": "CPython, PyPy, ..."},
+                    "executable": {"type": "string", "description": "Interpreter path."},
+                    "distributions": _str_map(
+                        "Installed distributions (normalised names) and their versions; two versions = a duplicate.",
+                        {"type": "array", "items": {"type": "string"}},
+                    ),
+                },
+            ),
+            "accelerators": {"type": "array", "description": "One entry per family seen.", "items": accelerator},
+            "environment": _str_map(
+                "Accelerator-related environment variables (secrets redacted).", {"type": "string"}
+            ),
+            "limits": _obj(
+                "Resource limits that matter to accelerator workloads.",
+                {
+                    "shm_bytes": _nullable("integer", "Size of /dev/shm."),
+                    "memlock_bytes": _nullable("integer", "Soft memlock limit; null when unlimited or unknown."),
+                    "memlock_unlimited": {"type": "boolean", "description": "memlock is unlimited."},
+                },
+            ),
+            "container": _obj(
+                "Container runtime facts.",
+                {
+                    "inside_container": {"type": "boolean", "description": "This process runs inside a container."},
+                    "docker_socket": {"type": "boolean", "description": "A Docker socket is present."},
+                    "nvidia_container_toolkit": {"type": "boolean", "description": "nvidia-ctk is installed."},
+                    "cdi_specs": _strings("CDI spec files found (/etc/cdi, /var/run/cdi)."),
+                },
+            ),
+            "raw": {
+                "type": "object",
+                "description": "Snapshots only: raw tool outputs by key (argv, returncode, stdout, stderr, fault).",
+            },
+        },
+    }
+
+
+def check_schema() -> Json:
+    statuses = ["pass", "warn", "fail", "skip"]
+    status: Json = {"type": "string", "enum": statuses, "description": "Outcome."}
+    finding = _obj(
+        "One check.",
+        {
+            "id": {"type": "string", "description": "Stable check id, e.g. driver.version, requirements.torch."},
+            "status": status,
+            "expected": {"type": "string", "description": "What the environment declares."},
+            "found": {"type": "string", "description": "What the host shows."},
+            "message": {"type": "string", "description": "The finding in words."},
+            "fix": {"type": "string", "description": "What to do; empty when nothing is to be done."},
+        },
+    )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": BASE + "check.schema.json",
+        "title": "accelenv check --json",
+        "description": "The verdict of one environment on one host (or snapshot).",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["env", "verdict", "source", "counts", "checks"],
+        "properties": {
+            "env": {"type": "string", "description": "Environment id."},
+            "verdict": {**status, "enum": ["pass", "warn", "fail"], "description": "fail if any check failed."},
+            "source": {"type": "string", "description": "The host or snapshot judged."},
+            "counts": _obj(
+                "Checks per status.",
+                {
+                    s: {"type": "integer", "minimum": 0, "description": f"Checks with status {s}."}
+                    for s in status["enum"]
+                },
+            ),
+            "checks": {"type": "array", "description": "Every check, in order.", "items": finding},
+        },
+    }
+
+
+SCHEMAS: dict[str, Callable[[], Json]] = {
+    "matrix.schema.json": matrix_schema,
+    "inspect.schema.json": inspect_schema,
+    "check.schema.json": check_schema,
+}
+
+
+def schema_files() -> dict[str, str]:
+    """File name -> exact content, for every schema accelenv publishes."""
+    return {name: json.dumps(build(), indent=2) + "\n" for name, build in SCHEMAS.items()}
