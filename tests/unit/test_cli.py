@@ -209,3 +209,10 @@ def test_line_index_handles_toml_shapes() -> None:
     assert index.line_of(["envs", "a", "base_images", "ubuntu24.04", "tag"]) == 9
     assert index.line_of(["arr", "1", "k"]) == 13
     assert index.line_of(["envs", "b"]) is None
+
+
+def test_schema_names_match_the_contracts() -> None:
+    from accelenv.cli import SCHEMA_NAMES
+    from accelenv.contracts import SCHEMAS
+
+    assert tuple(sorted(SCHEMAS)) == SCHEMA_NAMES

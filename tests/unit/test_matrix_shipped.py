@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from accelenv.contracts import SCHEMAS, schema_files
@@ -62,6 +63,7 @@ def _walk(node: Any, path: str) -> list[str]:
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_every_schema_property_is_described_and_closed(name: str) -> None:
     schema = SCHEMAS[name]()
+    jsonschema.validators.validator_for(schema).check_schema(schema)  # valid against the 2020-12 metaschema
     assert _walk(schema, "#") == []
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 

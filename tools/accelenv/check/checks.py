@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
+from accelenv.host.probes.python import normalise
 from accelenv.matrix.model import LiteralVersion
 
 if TYPE_CHECKING:
@@ -444,7 +444,7 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
     installed = report.python.distributions
     for req in env.requirements.packages:
         pin = next(iter(req.specifier)).version
-        name = canonicalize_name(req.name)
+        name = normalise(req.name)
         versions = installed.get(name, [])
         fid = f"requirements.{name}"
         if not versions:

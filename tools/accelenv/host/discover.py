@@ -8,18 +8,13 @@ then by product name.
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib
 from typing import TYPE_CHECKING
 
 from accelenv.host.pci import device_nodes, module_versions, scan_pci
 from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView
-from accelenv.host.probes.amd import AmdProbe
-from accelenv.host.probes.gaudi import GaudiProbe
-from accelenv.host.probes.neuron import NeuronProbe
-from accelenv.host.probes.nvidia import NvidiaProbe
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
-from accelenv.host.probes.tpu import TpuProbe
 from accelenv.host.report import Accelerator, Device, HostReport, PciDevice, PythonInfo
 
 if TYPE_CHECKING:
@@ -31,15 +26,30 @@ if TYPE_CHECKING:
     from accelenv.matrix import Family, Matrix
 
 PROBE_ENTRY_POINTS = "accelenv.probes"
-BUILTIN_PROBES: tuple[FamilyProbe, ...] = (NvidiaProbe(), AmdProbe(), TpuProbe(), NeuronProbe(), GaudiProbe())
+BUILTIN_PROBES = {  # family -> module holding its probe class; imported only when that family is probed
+    "nvidia": ("accelenv.host.probes.nvidia", "NvidiaProbe"),
+    "amd": ("accelenv.host.probes.amd", "AmdProbe"),
+    "tpu": ("accelenv.host.probes.tpu", "TpuProbe"),
+    "neuron": ("accelenv.host.probes.neuron", "NeuronProbe"),
+    "gaudi": ("accelenv.host.probes.gaudi", "GaudiProbe"),
+}
 # Drivers that may hold a family's devices without being its vendor driver: passthrough for VMs and TPUs.
 PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
 
 
-def probes() -> dict[str, FamilyProbe]:
-    """Built-in probes, then any registered under the `accelenv.probes` entry-point group (a plugin may add a
-    family or replace a built-in one)."""
-    found: dict[str, FamilyProbe] = {p.family: p for p in BUILTIN_PROBES}
+def builtin_probe(family: str) -> FamilyProbe:
+    module, name = BUILTIN_PROBES[family]
+    probe: FamilyProbe = getattr(importlib.import_module(module), name)()
+    return probe
+
+
+def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
+    """Built-in probes (of `families`, default all), then any registered under the `accelenv.probes`
+    entry-point group: a plugin may add a family or replace a built-in one."""
+    import importlib.metadata  # entry points are only scanned when a command needs probes
+
+    wanted = set(BUILTIN_PROBES if families is None else families)
+    found: dict[str, FamilyProbe] = {f: builtin_probe(f) for f in BUILTIN_PROBES if f in wanted}
     for entry in importlib.metadata.entry_points(group=PROBE_ENTRY_POINTS):
         probe = entry.load()()
         found[str(probe.family)] = probe
@@ -61,7 +71,8 @@ def discover(
     those families, even when nothing of them is found). `python` replaces the running interpreter's facts."""
     wanted = set(families) if families is not None else None
     selected = [f for f in matrix.families.values() if f.pci_vendor_ids and (wanted is None or f.id in wanted)]
-    registry = registry if registry is not None else probes()
+    if registry is None:
+        registry = probes([f.id for f in selected]) if selected else {}
     python = python or python_info()
     pci = scan_pci(root, matrix)
 

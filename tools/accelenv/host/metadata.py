@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import requests
-
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1/"
 TIMEOUT = 2.0
 
 
 def fetch_metadata(key: str) -> str | None:
+    import requests  # only when asked: it is the slowest import of the whole tool
+
     try:
         response = requests.get(METADATA_URL + key, headers={"Metadata-Flavor": "Google"}, timeout=TIMEOUT)
     except requests.RequestException:

@@ -83,6 +83,13 @@ class ToolRunner:
     def which(self, tool: str) -> str | None:
         return shutil.which(tool, path=self.path)
 
+    def _present_but_not_executable(self, tool: str) -> str | None:
+        for folder in self.path.split(os.pathsep):
+            candidate = os.path.join(folder, tool)  # noqa: PTH118 - PATH entries are plain strings
+            if folder and os.path.isfile(candidate) and not os.access(candidate, os.X_OK):  # noqa: PTH113
+                return candidate
+        return None
+
     def run(self, argv: Sequence[str]) -> ToolResult:
         start = time.monotonic()
         argv = tuple(argv)
@@ -94,6 +101,9 @@ class ToolRunner:
 
         exe = self.which(argv[0])
         if exe is None:
+            present = self._present_but_not_executable(argv[0])
+            if present:
+                return result(None, "", "", f"{argv[0]} is not permitted to run: {present} is not executable")
             return result(None, "", "", f"{argv[0]} not found on PATH")
         env = {**os.environ, "PATH": self.path, "LC_ALL": "C"}
         try:

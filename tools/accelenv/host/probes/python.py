@@ -1,4 +1,8 @@
-"""The Python that will run the tests: version and installed distributions, read from metadata (nothing imported)."""
+"""The Python that will run the tests: version and installed distributions, read from metadata (nothing imported).
+
+Names and versions come from the `.dist-info` folder names (`torch-2.9.1+cu128.dist-info`), as wheel installers
+write them; only other layouts (`.egg-info`, odd names) pay for parsing the METADATA file.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,11 @@ import importlib.metadata
 import platform
 import re
 import sys
+from pathlib import Path
 
 from accelenv.host.report import PythonInfo
+
+_DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[0-9][A-Za-z0-9.+!_]*)\.dist-info$")
 
 
 def normalise(name: str) -> str:
@@ -15,16 +22,34 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def python_info() -> PythonInfo:
+def installed_distributions(paths: list[str] | None = None) -> dict[str, list[str]]:
+    """Normalised name -> versions of every distribution on `paths` (default sys.path), duplicates kept."""
     installed: dict[str, list[str]] = {}
-    for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"]
-        if not name:
+    for entry in paths if paths is not None else sys.path:
+        folder = Path(entry or ".")
+        try:
+            children = list(folder.iterdir()) if folder.is_dir() else []
+        except OSError:
             continue
-        installed.setdefault(normalise(name), []).append(dist.version)
+        for child in children:
+            if not child.name.endswith((".dist-info", ".egg-info")):
+                continue
+            match = _DIST_INFO.match(child.name)
+            if match:
+                name, version = match.group("name"), match.group("version")
+            else:
+                meta = importlib.metadata.PathDistribution(child).metadata
+                name, version = meta["Name"], meta["Version"]
+                if not name or not version:
+                    continue
+            installed.setdefault(normalise(name), []).append(version)
+    return {k: sorted(v) for k, v in sorted(installed.items())}
+
+
+def python_info() -> PythonInfo:
     return PythonInfo(
         version=platform.python_version(),
         implementation=platform.python_implementation(),
         executable=sys.executable,
-        distributions={k: sorted(v) for k, v in sorted(installed.items())},
+        distributions=installed_distributions(),
     )
