@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hostkit import capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,19 +16,6 @@ from accelenv.host.probes import amd
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-FIXTURES = Path(os.environ.get("ACCELENV_FIXTURES", Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"))
-
-
-def capture(name: str) -> str:
-    """A capture from the shared fixtures: skipped when absent, a failure in CI (CI=true), where it must be there."""
-    path = FIXTURES / name
-    if not path.is_file():
-        message = f"capture {name} not found in {FIXTURES}; clone ../shared beside the repo or set ACCELENV_FIXTURES"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path.read_text(encoding="utf-8")
 
 
 STATIC_MI350X = "amd-smi-static-EXCERPT__rocm-systems-PR2987__MI350X.txt"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hostkit import FIXTURES, capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,18 +16,8 @@ from accelenv.host.probes import nvidia
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-FIXTURES = Path(os.environ.get("ACCELENV_FIXTURES", Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"))
 
 MASKED_UUID = "GPU-00000000-0000-0000-0000-000000000000"  # nvidia_gpu_exporter masks every UUID to this
-
-
-def capture(name: str) -> str:
-    """The text of one capture; skip (or fail in CI, where ../shared must be checked out) when the folder is missing."""
-    if not FIXTURES.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"fixture folder {FIXTURES} is missing: check out ../shared or set ACCELENV_FIXTURES")
-        pytest.skip(f"fixture folder {FIXTURES} is missing (set ACCELENV_FIXTURES to point at shared/fixtures)")
-    return (FIXTURES / name).read_text(encoding="utf-8")
 
 
 def header_fields(text: str) -> tuple[str, ...]:

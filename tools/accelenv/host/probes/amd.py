@@ -7,7 +7,6 @@ hipDeviceQuery's 196592 MB (201310208 / 1024), so KB/MB/GB here are KiB/MiB/GiB 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -16,16 +15,18 @@ from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
 from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+from accelenv.host.probes._text import bdf as _bdf
+from accelenv.host.probes._text import describe as _describe
+from accelenv.host.probes._text import excerpt as _excerpt
+from accelenv.host.probes._text import load_json as _load_json
 
 if TYPE_CHECKING:
     from accelenv.host.run import ToolResult
 
 FAMILY = "amd"
-_EXCERPT_CHARS = 60
 _NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown", "not supported"})
 _GFX = re.compile(r"(gfx[0-9a-f]{3,4})(?::\S*)?", re.IGNORECASE)
 _HEX_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
-_BDF = re.compile(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", re.IGNORECASE)
 _SIZE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-z]*)", re.IGNORECASE)
 _CARD = re.compile(r"card([0-9]{1,4})")
 _VERSION_START = re.compile(r"[0-9]+(?:\.[0-9]+)+")
@@ -170,59 +171,6 @@ def rocm_version_from_file(text: str) -> str:
 # ---- helpers ---------------------------------------------------------------------------------------------------
 
 
-def _load_json(text: str, what: str) -> object:
-    """The JSON document in `text`, skipping lines before it (a shell prompt, Python warnings on stderr)."""
-    start = _json_start(text)
-    if start is None:
-        raise ParseError(f"{what}: expected JSON output, found {_excerpt(text)}")
-    try:
-        value, end = json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError as error:
-        problem = (
-            "the output ends inside the JSON document (truncated)"
-            if error.pos >= len(text.rstrip())
-            else f"malformed JSON at line {error.lineno}, column {error.colno} ({error.msg.removesuffix(' at')})"
-        )
-        raise ParseError(f"{what}: {problem}, found {_excerpt(text[start:])}") from None
-    except (ValueError, RecursionError) as error:  # integers over Python's digit limit; absurd nesting
-        raise ParseError(f"{what}: JSON could not be read ({error}), found {_excerpt(text[start:])}") from None
-    if text[end:].strip():
-        raise ParseError(f"{what}: unexpected text after the JSON document: {_excerpt(text[end:])}")
-    return value
-
-
-def _json_start(text: str) -> int | None:
-    """Where the first line that opens a JSON object or list starts its JSON."""
-    position = 0
-    for line in text.splitlines(keepends=True):
-        stripped = line.lstrip()
-        if stripped.startswith(("{", "[")):
-            return position + len(line) - len(stripped)
-        position += len(line)
-    return None
-
-
-def _excerpt(text: str) -> str:
-    """A short quote of what was found, for error messages."""
-    flat = " ".join(text.split())
-    if not flat:
-        return "empty output"
-    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
-
-
-def _describe(value: object) -> str:
-    """What a JSON value is, for error messages (never the whole of a nested value)."""
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return _excerpt(str(value))
-
-
 def _section(entry: Mapping[str, object], key: str) -> Mapping[str, object]:
     """A sub-object of a GPU entry; amd-smi writes "N/A" for sections a GPU does not support."""
     value = entry.get(key)
@@ -307,17 +255,6 @@ def _device_id(value: object) -> str | None:
             return None
         number = int(match.group(1), 16)
     return f"0x{number:04x}" if 0 <= number <= 0xFFFF else None
-
-
-def _bdf(value: str | None) -> str | None:
-    """`0000:1E:00.0` -> `0000:1e:00.0`; a missing domain is 0000. None when the value is not a PCI address."""
-    if value is None:
-        return None
-    match = _BDF.fullmatch(value)
-    if match is None:
-        return None
-    domain, bus, device, function = match.groups()
-    return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
 
 
 # ---- the probe ---------------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
 from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+from accelenv.host.probes._text import bdf as _bdf
+from accelenv.host.probes._text import excerpt as _excerpt
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
 
 FAMILY = "gaudi"
 HL_QUERY_FIELDS: tuple[str, ...] = ("index", "name", "bus_id", "driver_version", "memory.total", "uuid")
-_EXCERPT_CHARS = 60
 _NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown"})
 # Product-name prefixes per generation, as the matrix's SKUs list them; HL-205 (first-generation Gaudi) is absent.
 _ARCH_BY_MODEL_PREFIX: tuple[tuple[str, str], ...] = (
@@ -33,7 +34,6 @@ _ARCH_BY_MODEL_PREFIX: tuple[tuple[str, str], ...] = (
 )
 _EXTRA_FIELDS = ("driver_version", "module_id", "serial")
 _MEMORY = re.compile(r"([0-9]{1,12})\s*(MiB|MB|GiB|GB)?", re.IGNORECASE)
-_BDF = re.compile(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", re.IGNORECASE)
 _INDEX = re.compile(r"[0-9]{1,6}")
 _DRIVER_LINE = re.compile(r"Driver Version\s*:\s*([0-9][0-9A-Za-z.+~-]*)")
 _HL_SMI_LINE = re.compile(r"HL-SMI Version\s*:\s*hl-([0-9]+(?:\.[0-9]+)+)")
@@ -125,14 +125,6 @@ def parse_hl_smi_table(text: str) -> tuple[str | None, str | None]:
 # ---- helpers ---------------------------------------------------------------------------------------------------
 
 
-def _excerpt(text: str) -> str:
-    """A short quote of what was found, for error messages."""
-    flat = " ".join(text.split())
-    if not flat:
-        return "empty output"
-    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
-
-
 def _value(cell: str | None) -> str | None:
     if cell is None or cell.lower() in _NOT_AVAILABLE:
         return None
@@ -148,14 +140,6 @@ def _memory_mib(cell: str | None, where: str) -> int | None:
         raise ParseError(f"{where}: expected memory.total such as '131072 MiB', found {_excerpt(value)}")
     amount, unit = int(match.group(1)), (match.group(2) or "MiB").lower()
     return amount * 1024 if unit in ("gib", "gb") else amount
-
-
-def _bdf(value: str) -> str | None:
-    match = _BDF.fullmatch(value)
-    if match is None:
-        return None
-    domain, bus, device, function = match.groups()
-    return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
 
 
 # ---- the probe ---------------------------------------------------------------------------------------------------

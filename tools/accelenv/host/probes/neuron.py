@@ -7,20 +7,21 @@ the aws-neuronx-dkms package version (2.26.5.0); neuron-ls's "RUNTIME VERSION" i
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
 from accelenv.host.probes import ProbeContext, ToolView, first_installed, tool_errors
+from accelenv.host.probes._text import bdf as _bdf
+from accelenv.host.probes._text import describe as _describe
+from accelenv.host.probes._text import excerpt as _excerpt
+from accelenv.host.probes._text import load_json as _load_json
 
 if TYPE_CHECKING:
     from accelenv.host.run import ToolResult
 
 FAMILY = "neuron"
-_EXCERPT_CHARS = 60
-_BDF = re.compile(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", re.IGNORECASE)
 _MODULE_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+(?:[-+~][0-9A-Za-z.+~-]*)?")
 _MAX_MEMORY_BYTES = 2**60
 
@@ -85,59 +86,6 @@ def parse_module_version(text: str) -> str:
 # ---- helpers ---------------------------------------------------------------------------------------------------
 
 
-def _load_json(text: str, what: str) -> object:
-    """The JSON document in `text`, skipping lines before it (`instance-type:` lines, a shell prompt)."""
-    start = _json_start(text)
-    if start is None:
-        raise ParseError(f"{what}: expected JSON output, found {_excerpt(text)}")
-    try:
-        value, end = json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError as error:
-        problem = (
-            "the output ends inside the JSON document (truncated)"
-            if error.pos >= len(text.rstrip())
-            else f"malformed JSON at line {error.lineno}, column {error.colno} ({error.msg.removesuffix(' at')})"
-        )
-        raise ParseError(f"{what}: {problem}, found {_excerpt(text[start:])}") from None
-    except (ValueError, RecursionError) as error:  # integers over Python's digit limit; absurd nesting
-        raise ParseError(f"{what}: JSON could not be read ({error}), found {_excerpt(text[start:])}") from None
-    if text[end:].strip():
-        raise ParseError(f"{what}: unexpected text after the JSON document: {_excerpt(text[end:])}")
-    return value
-
-
-def _json_start(text: str) -> int | None:
-    """Where the first line that opens a JSON object or list starts its JSON."""
-    position = 0
-    for line in text.splitlines(keepends=True):
-        stripped = line.lstrip()
-        if stripped.startswith(("{", "[")):
-            return position + len(line) - len(stripped)
-        position += len(line)
-    return None
-
-
-def _excerpt(text: str) -> str:
-    """A short quote of what was found, for error messages."""
-    flat = " ".join(text.split())
-    if not flat:
-        return "empty output"
-    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
-
-
-def _describe(value: object) -> str:
-    """What a JSON value is, for error messages (never the whole of a nested value)."""
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return _excerpt(str(value))
-
-
 def _whole(value: object, where: str) -> int | None:
     """A non-negative whole number, None when absent or null."""
     if value is None:
@@ -159,15 +107,6 @@ def _whole_list(value: object, where: str) -> list[int] | None:
         if number is not None:
             numbers.append(number)
     return numbers
-
-
-def _bdf(value: str) -> str | None:
-    """`cc:00.0` -> `0000:cc:00.0` (neuron-ls -j drops the domain on trn2); None when not a PCI address."""
-    match = _BDF.fullmatch(value.strip())
-    if match is None:
-        return None
-    domain, bus, device, function = match.groups()
-    return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
 
 
 # ---- the probe ---------------------------------------------------------------------------------------------------

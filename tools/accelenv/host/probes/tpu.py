@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from accelenv.host.facts import ParseError
 from accelenv.host.probes import ProbeContext, ToolView, first_installed, tool_errors
+from accelenv.host.probes._text import excerpt as _excerpt
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -50,7 +51,6 @@ _ACCELERATOR_TYPE = re.compile(r"([a-z0-9]+?)(?:-[0-9]{1,6})?")
 _PCI_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
 _VERSION_LINE = re.compile(r"(?:-\s*)?(tpu-info|libtpu|accelerator type)(?: version)?\s*:\s*(.*)", re.IGNORECASE)
 _LIBTPU_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+\S*")  # 0.0.18, 0.0.19.dev20250721+nightly
-_EXCERPT_CHARS = 60
 _NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown"})
 
 
@@ -102,14 +102,6 @@ def parse_tpu_info_version(text: str) -> tuple[str | None, str | None]:
 def _pci_id(value: str) -> str | None:
     match = _PCI_ID.fullmatch(value.strip())
     return f"0x{int(match.group(1), 16):04x}" if match else None
-
-
-def _excerpt(text: str) -> str:
-    """A short quote of what was found, for error messages."""
-    flat = " ".join(text.split())
-    if not flat:
-        return "empty output"
-    return repr(flat if len(flat) <= _EXCERPT_CHARS else flat[:_EXCERPT_CHARS] + "...")
 
 
 # ---- the probe ---------------------------------------------------------------------------------------------------
