@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from accelenv.host.facts import ParseError
 from accelenv.host.run import ToolResult
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,3 +110,12 @@ def reorder_query(capture_text: str, fields: Sequence[str]) -> str:
         values = [cells.get(f, "[N/A]").removesuffix(" MiB") for f in fields]
         out.append(", ".join(values))
     return "\n".join(out) + "\n"
+
+
+def outcome(parser: Callable[[str], object], text: str) -> str:
+    """ "ok", or the ParseError's message; any other exception escapes and fails the test."""
+    try:
+        parser(text)
+    except ParseError as error:
+        return str(error)
+    return "ok"

@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from hostkit import capture
+from hostkit import capture, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -196,15 +196,6 @@ PARSERS: dict[str, Callable[[str], object]] = {
 }
 CELLS = st.sampled_from(["0", "7", "HL-225", "HL-325L", "0000:33:00.0", "N/A", "98304 MiB", "1 GB", "", "-1", "x"])
 CSV_ROWS = st.lists(st.lists(CELLS | st.text(max_size=8), min_size=6, max_size=6), max_size=4)
-
-
-def outcome(parser: Callable[[str], object], text: str) -> str:
-    """ "ok", or the ParseError's message; any other exception escapes and fails the test."""
-    try:
-        parser(text)
-    except ParseError as error:
-        return str(error)
-    return "ok"
 
 
 @pytest.mark.parametrize("parser", PARSERS.values(), ids=PARSERS.keys())

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from hostkit import capture
+from hostkit import capture, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -185,15 +185,6 @@ JSON_VALUES = st.recursive(
     ),
     max_leaves=40,
 )
-
-
-def outcome(parser: Callable[[str], object], text: str) -> str:
-    """ "ok", or the ParseError's message; any other exception escapes and fails the test."""
-    try:
-        parser(text)
-    except ParseError as error:
-        return str(error)
-    return "ok"
 
 
 @pytest.mark.parametrize("parser", PARSERS.values(), ids=PARSERS.keys())

@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from hostkit import capture
+from hostkit import capture, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,15 +136,6 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "accelerator-type": tpu.generation_from_accelerator_type,
     "pci-ids": tpu.generation_from_pci_ids,
 }
-
-
-def outcome(parser: Callable[[str], object], text: str) -> str:
-    """ "ok", or the ParseError's message; any other exception escapes and fails the test."""
-    try:
-        parser(text)
-    except ParseError as error:
-        return str(error)
-    return "ok"
 
 
 @pytest.mark.parametrize("parser", PARSERS.values(), ids=PARSERS.keys())
