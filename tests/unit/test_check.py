@@ -81,7 +81,9 @@ def nvidia_host(
         version=python,
         implementation="CPython",
         executable="/usr/bin/python3",
-        distributions=packages if packages is not None else {"torch": ["2.9.1+cu128"], "ray": ["2.60.0"]},
+        distributions=packages
+        if packages is not None
+        else {"torch": ["2.9.1+cu128"], "ray": ["2.60.0"], "pytest": ["9.2.0"]},
     )
     return discover(
         matrix, root=Root(root), runner=FakeRunner(outputs), environ=environ or {}, families=["nvidia"], python=facts

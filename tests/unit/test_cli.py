@@ -85,6 +85,7 @@ def test_show_json_is_fully_resolved(capsys: pytest.CaptureFixture[str]) -> None
         "tag": "12.8.1-cudnn-runtime-ubuntu24.04",
         "digest": None,
         "pinned": False,
+        "python": None,
     }
     skus = {s["id"]: s for s in env["skus"]}
     assert skus["b200"]["driver_floor"] == "570.133.20"  # the SKU's own floor is above the toolkit's
@@ -92,7 +93,7 @@ def test_show_json_is_fully_resolved(capsys: pytest.CaptureFixture[str]) -> None
     assert skus["rtx-pro-6000-server"]["driver_floor"] == "575.57.08"
     assert env["install"] == (
         "python3.12 -m pip install --extra-index-url https://download.pytorch.org/whl/cu128 "
-        "torch==2.9.1+cu128 ray==2.60.0"
+        "torch==2.9.1+cu128 ray==2.60.0 pytest==9.2.0"
     )
     assert {s["id"] for s in env["sources"]} >= {"cuda-release-notes", "pytorch-wheel-listing", "cuda-gpus"}
 

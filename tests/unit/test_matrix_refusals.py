@@ -173,7 +173,7 @@ CASES = [
     Case(
         "pinned-twice",
         _edit(lambda d: d["envs"]["cpu-py311"]["requirements"]["packages"].append("Ray==2.59.0")),
-        "envs.cpu-py311.requirements.packages[1]",
+        "envs.cpu-py311.requirements.packages[2]",
         "'Ray' is already required at packages[0]",
         "requirements.packages",
     ),
@@ -244,8 +244,8 @@ CASES = [
     Case(
         "fake-digest",
         _text(
-            'tag = "3.11-slim-bookworm" }',
-            'tag = "3.11-slim-bookworm", digest = "sha256:abc" }',
+            'tag = "3.11-slim-bookworm", python = "3.11" }',
+            'tag = "3.11-slim-bookworm", python = "3.11", digest = "sha256:abc" }',
         ),
         "runtimes.cpu.base_images.debian12.digest",
         "'sha256:abc' is not valid here: expected sha256: and 64 hex digits",
@@ -408,6 +408,21 @@ CASES = [
         _edit(_set("envs", "gpu-nvidia-cu130", "os", "ubuntu20.04")),
         "envs.gpu-nvidia-cu130.os",
         "runtime 'cuda-13-0' has no base image for 'ubuntu20.04'; it has ubuntu22.04, ubuntu24.04",
+        "os",
+    ),
+    Case(
+        "no-python-on-the-base",
+        _edit(_set("envs", "gpu-nvidia-cu126", "os", "ubuntu22.04")),
+        "envs.gpu-nvidia-cu126.python",
+        "no Python 3.12 on nvidia/cuda:12.6.3-cudnn-runtime-ubuntu22.04: the image ships no Python and Ubuntu 22.04 "
+        "LTS provides 3.10; use python = '3.10' or a base image with 3.12",
+        "python",
+    ),
+    Case(
+        "unknown-os",
+        _edit(_delete("os", "debian12")),
+        "envs.cpu-py311.os",
+        "OS base 'debian12' is not defined under [os]",
         "os",
     ),
     Case(

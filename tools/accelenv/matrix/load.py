@@ -32,6 +32,7 @@ from accelenv.matrix.model import (
     LiteralVersion,
     Matrix,
     Maturity,
+    OsBase,
     Requirements,
     Runtime,
     Sku,
@@ -40,7 +41,7 @@ from accelenv.matrix.model import (
 from accelenv.matrix.problems import Problem, Severity, dotted
 
 MATRIX_ENV_VAR = "ACCELENV_MATRIX"
-SECTIONS = ("sources", "families", "skus", "runtimes", "envs")
+SECTIONS = ("sources", "os", "families", "skus", "runtimes", "envs")
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -212,6 +213,17 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
         key: Source(id=key, title=v["title"], url=v.get("url"), where=v.get("where"))
         for key, v in _entries(document, "sources", broken)
     }
+    os_bases = {
+        key: OsBase(
+            id=key,
+            name=v["name"],
+            python=v["python"],
+            glibc=v.get("glibc"),
+            package_manager=v["package_manager"],
+            sources=tuple(v.get("sources", ())),
+        )
+        for key, v in _entries(document, "os", broken)
+    }
     families = {
         key: Family(
             id=key,
@@ -226,6 +238,7 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
             device_nodes=tuple(v.get("device_nodes", ())),
             arch_pattern=v["arch_pattern"],
             wheel_tag_format=v.get("wheel_tag_format"),
+            container_env=MappingProxyType(dict(v.get("container_env", {}))),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)
@@ -251,6 +264,7 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
     matrix = Matrix(
         schema_version=document["schema_version"],
         sources=MappingProxyType(sources),
+        os=MappingProxyType(os_bases),
         families=MappingProxyType(families),
         skus=MappingProxyType(skus),
         runtimes=MappingProxyType(runtimes),
@@ -280,7 +294,9 @@ def _runtime(b: _Builder, key: str, v: dict[str, Any]) -> Runtime:
         ),
         base_images=MappingProxyType(
             {
-                os_label: ImageRef(repository=i["repository"], tag=i["tag"], digest=i.get("digest"))
+                os_label: ImageRef(
+                    repository=i["repository"], tag=i["tag"], digest=i.get("digest"), python=i.get("python")
+                )
                 for os_label, i in v["base_images"].items()
             }
         ),

@@ -60,6 +60,18 @@ class Source:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OsBase:
+    """An OS release images are built on, and the Python its package manager provides."""
+
+    id: str
+    name: str
+    python: str
+    glibc: str | None
+    package_manager: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Family:
     """One accelerator vendor line (or `cpu`): how a host shows it and how software selects its devices."""
 
@@ -75,6 +87,7 @@ class Family:
     device_nodes: tuple[str, ...]
     arch_pattern: str
     wheel_tag_format: str | None
+    container_env: Mapping[str, str]
     sources: tuple[str, ...]
 
 
@@ -124,6 +137,7 @@ class ImageRef:
     repository: str
     tag: str
     digest: str | None
+    python: str | None = None
 
     @property
     def reference(self) -> str:
@@ -183,6 +197,7 @@ class Matrix:
 
     schema_version: int
     sources: Mapping[str, Source]
+    os: Mapping[str, OsBase]
     families: Mapping[str, Family]
     skus: Mapping[str, Sku]
     runtimes: Mapping[str, Runtime]

@@ -80,6 +80,7 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
             "visible_devices_env": list(family.visible_devices_env),
             "host_tools": list(family.host_tools),
             "kernel_modules": list(family.kernel_modules),
+            "container_env": dict(family.container_env),
         },
         "os": env.os,
         "python": env.python,
@@ -99,6 +100,13 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
             "tag": image.tag,
             "digest": image.digest,
             "pinned": image.digest is not None,
+            "python": image.python,
+        },
+        "os_base": {
+            "id": env.os,
+            "name": matrix.os[env.os].name,
+            "python": matrix.os[env.os].python,
+            "package_manager": matrix.os[env.os].package_manager,
         },
         "skus": [
             {

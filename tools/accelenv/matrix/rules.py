@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from accelenv.matrix.model import Environment, Family, Runtime, Sku
+from accelenv.matrix.model import Environment, Family, OsBase, Runtime, Sku
 from accelenv.matrix.problems import Severity, suggest
 
 if TYPE_CHECKING:
@@ -55,20 +55,21 @@ def _ref(m: Matrix, skipped: frozenset[tuple[str, str]], section: str, value: st
         return
     close = suggest(value, known)
     hint = f"did you mean '{close}'?" if close else f"known: {', '.join(sorted(known)) or 'none'}"
-    what = {"sources": "source", "families": "family", "runtimes": "runtime", "skus": "SKU"}[section]
+    what = {"sources": "source", "families": "family", "runtimes": "runtime", "skus": "SKU", "os": "OS base"}[section]
     yield Finding(path=path, message=f"{what} '{value}' is not defined under [{section}]; {hint}", rule="reference")
 
 
 @rule
 def references(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
-    entries: list[tuple[str, Family | Sku | Runtime | Environment]] = [
+    entries: list[tuple[str, OsBase | Family | Sku | Runtime | Environment]] = [
+        *(("os", o) for o in m.os.values()),
         *(("families", f) for f in m.families.values()),
         *(("skus", s) for s in m.skus.values()),
         *(("runtimes", r) for r in m.runtimes.values()),
         *(("envs", e) for e in m.envs.values()),
     ]
     for section, entry in entries:
-        if not isinstance(entry, Family | Environment):
+        if not isinstance(entry, OsBase | Family | Environment):
             yield from _ref(m, skipped, "families", entry.family, (section, entry.id, "family"))
         for i, src in enumerate(entry.sources):
             yield from _ref(m, skipped, "sources", src, (section, entry.id, "sources", i))
@@ -456,7 +457,8 @@ def images_and_platforms(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[F
 
 @rule
 def unused_sources(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
-    entries: list[Family | Sku | Runtime | Environment] = [
+    entries: list[OsBase | Family | Sku | Runtime | Environment] = [
+        *m.os.values(),
         *m.families.values(),
         *m.skus.values(),
         *m.runtimes.values(),
@@ -477,3 +479,30 @@ def unused_sources(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding
                 rule="unused-source",
                 severity=Severity.WARNING,
             )
+
+
+@rule
+def python_source(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """An environment's Python comes from its base image or from its OS's package manager; one of them must
+    provide exactly that version."""
+    for env in m.envs.values():
+        rt = m.runtimes.get(env.runtime)
+        image = rt.base_images.get(env.os) if rt else None
+        if image is None:
+            continue  # reported by base-image
+        os_base = m.os.get(env.os)
+        if os_base is None:
+            if ("os", env.os) not in skipped:
+                yield from _ref(m, skipped, "os", env.os, ("envs", env.id, "os"))
+            continue
+        if env.python in (image.python, os_base.python):
+            continue
+        shipped = f"the image ships Python {image.python}" if image.python else "the image ships no Python"
+        yield Finding(
+            path=("envs", env.id, "python"),
+            message=(
+                f"no Python {env.python} on {image.reference}: {shipped} and {os_base.name} provides "
+                f"{os_base.python}; use python = {os_base.python!r} or a base image with {env.python}"
+            ),
+            rule="python",
+        )

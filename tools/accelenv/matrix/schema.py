@@ -128,6 +128,12 @@ def _family() -> Json:
                 REGEX_TEXT,
                 "a regular expression on one line",
             ),
+            "container_env": {
+                "type": "object",
+                "description": "Environment variables every image of the family sets for its container runtime.",
+                "propertyNames": {"pattern": ENV_VAR, "x-hint": "an upper-case environment variable name"},
+                "additionalProperties": _string("The value.", r"^[A-Za-z0-9_.,:=/-]*$", "letters, digits and .,:=/-_"),
+            },
             "wheel_tag_format": _string(
                 "How a runtime's version becomes its wheel tag, e.g. cu{major}{minor} -> cu128.",
                 WHEEL_TAG_FORMAT,
@@ -191,6 +197,11 @@ def _image() -> Json:
             ),
             "tag": _string("Image tag, kept for readers when a digest pins the image.", IMAGE_TAG, "an image tag"),
             "digest": _string("Digest of the image index (sha256:...).", DIGEST, "sha256: and 64 hex digits"),
+            "python": _string(
+                "The Python version the image ships (left out when it ships none, as nvidia/cuda images).",
+                PYTHON,
+                "a version such as 3.12",
+            ),
         },
         required=("repository", "tag"),
     )
@@ -319,6 +330,24 @@ def _env() -> Json:
     )
 
 
+def _os() -> Json:
+    return _object(
+        "An OS base: what an image built on it gets from its package manager.",
+        {
+            "name": _string("Human name.", TEXT_LINE, "one line of text"),
+            "python": _string("The system Python (python3) of this release.", PYTHON, "a version such as 3.12"),
+            "glibc": _string("glibc version of the release.", VERSION, "a version such as 2.39"),
+            "package_manager": {
+                "type": "string",
+                "enum": ["apt"],
+                "description": "How OS packages are installed.",
+            },
+            "sources": _sources(),
+        },
+        required=("name", "python", "package_manager"),
+    )
+
+
 def _source() -> Json:
     return _object(
         "A public source that backs facts in the matrix.",
@@ -352,6 +381,12 @@ def matrix_schema() -> Json:
                 "description": "Version of this schema the file is written for.",
             },
             "sources": _table_of("Public sources, referenced by id from the entries.", "#/$defs/source"),
+            "os": {
+                "type": "object",
+                "description": "OS bases, keyed by label (ubuntu24.04, debian12).",
+                "propertyNames": {"pattern": OS_LABEL, "x-hint": "an OS label such as ubuntu24.04"},
+                "additionalProperties": {"$ref": "#/$defs/os"},
+            },
             "families": _table_of("Accelerator families, keyed by id.", "#/$defs/family"),
             "skus": _table_of("Accelerator models, keyed by id.", "#/$defs/sku"),
             "runtimes": _table_of("Runtime releases, keyed by id.", "#/$defs/runtime"),
@@ -359,6 +394,7 @@ def matrix_schema() -> Json:
         },
         "$defs": {
             "source": _source(),
+            "os": _os(),
             "family": _family(),
             "sku": _sku(),
             "driver": _driver(),
