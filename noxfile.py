@@ -1,12 +1,25 @@
 """nox sessions. Thin on purpose: the logic lives in the accelenv package.
 
-nox -s lint tests     the test suite (what .ci/run runs)
-nox -s validate       check matrix.toml and the committed schema
+nox -s lint tests        the test suite (what .ci/run runs)
+nox -s validate          check matrix.toml and the committed generated files
+nox -s cpu               the cpu family's default environment: check the host, install the lock, run its tests
+nox -s gpu-nvidia        likewise for NVIDIA (gpu-amd, tpu, neuron, gaudi); one session per environment too
+nox -l                   every session with its family, runtime and Python
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import nox
+
+REPO = Path(__file__).resolve().parent
+sys.path.insert(0, str(REPO / "tools"))
+
+from accelenv.errors import MatrixInvalidError  # noqa: E402 - the package is found through tools/ above
+from accelenv.matrix import read_matrix  # noqa: E402
+from accelenv.plan.sessions import run_environment, session_specs  # noqa: E402
 
 nox.needs_version = ">=2024.10"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -23,7 +36,9 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("ruff", "check", *LINTED)
     session.run("ruff", "format", "--check", *LINTED)
-    session.run("mypy", *LINTED)
+    # two runs: tests/unit and tests/devices each have a conftest.py, and mypy wants module names unique
+    session.run("mypy", "tools", "tests/unit", "tests/integration", "tests/support", "noxfile.py", "benchmarks")
+    session.run("mypy", "tests/devices")
 
 
 @nox.session(python=PYTHON)
@@ -35,8 +50,26 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def validate(session: nox.Session) -> None:
-    """Validate matrix.toml against the schema and the rules, and check the committed schema is current."""
+    """The matrix against schema and rules; generated files (schemas, Dockerfiles, env.json, locks) up to date."""
     session.install("-e", ".")
     session.run("accelenv", "validate")
     session.run("accelenv", "schema", "--check")
-    session.run("accelenv", "list")
+    session.run("accelenv", "render", "--check")
+    session.run("accelenv", "lock", "--check")
+
+
+def _register(name: str, env_id: str, python: str, description: str) -> None:
+    def body(session: nox.Session) -> None:
+        run_environment(session, MATRIX, env_id, REPO)
+
+    body.__doc__ = description
+    nox.session(name=name, python=python, default=False)(body)
+
+
+try:
+    MATRIX = read_matrix(REPO / "matrix.toml")
+except MatrixInvalidError as error:  # nox -l still works; `accelenv validate` says what is wrong
+    print(f"noxfile: matrix.toml cannot be read ({error}); environment sessions are not registered", file=sys.stderr)
+else:
+    for spec in session_specs(MATRIX):
+        _register(spec.name, spec.env, spec.python, spec.description)

@@ -3,6 +3,7 @@ tool runner that answers from captured outputs. Importable from every test (pyte
 
 from __future__ import annotations
 
+import http.server
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,3 +120,66 @@ def outcome(parser: Callable[[str], object], text: str) -> str:
     except ParseError as error:
         return str(error)
     return "ok"
+
+
+# ---- a package index on loopback, with tiny wheels built on the spot ------------------------------------------
+
+
+def build_wheel(folder: Path, name: str, version: str, requires: Sequence[str] = ()) -> Path:
+    """A minimal valid pure-Python wheel (METADATA, WHEEL, RECORD) for `name` `version`."""
+    import base64
+    import hashlib
+    import zipfile
+
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    files = {
+        f"{dist}/__init__.py": f"__version__ = {version!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: accelenv-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in files.items():
+            archive.writestr(member, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append(f"{member},sha256={digest},{len(text)}")
+        record.append(f"{info}/RECORD,,")
+        archive.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def write_simple_index(root: Path) -> None:
+    """PEP 503 pages for every project folder under `root` (root/<project>/*.whl)."""
+    for project in sorted(p for p in root.iterdir() if p.is_dir()):
+        links = "".join(f'<a href="{w.name}">{w.name}</a>' for w in sorted(project.glob("*.whl")))
+        (project / "index.html").write_text(f"<!DOCTYPE html><html><body>{links}</body></html>\n")
+
+
+class LoopbackServer:
+    """Serves a folder over HTTP on 127.0.0.1 (a free port) from a thread; use as a context manager."""
+
+    def __init__(self, folder: Path) -> None:
+        import functools
+        import threading
+
+        handler = functools.partial(_QuietHandler, directory=str(folder))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> LoopbackServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass

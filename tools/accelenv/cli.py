@@ -26,7 +26,7 @@ from accelenv.host.metadata import fetch_metadata
 from accelenv.host.root import Root
 from accelenv.host.run import DEFAULT_TIMEOUT, ToolRunner
 from accelenv.host.snapshot import load_snapshot, save_snapshot
-from accelenv.matrix import Matrix, Severity, find_matrix, load_matrix, validate_file
+from accelenv.matrix import Matrix, Problem, Severity, find_matrix, load_matrix, validate_file
 from accelenv.matrix.resolve import get_env, resolve
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     path = find_matrix(args.path or args.matrix)
     validation = validate_file(path)
     problems = list(validation.problems)
+    if validation.matrix is not None:
+        problems += _lock_problems(validation.matrix, path.parent)
     if args.strict:
         problems = [dataclasses.replace(p, severity=Severity.ERROR) for p in problems]
     errors = sum(1 for p in problems if p.is_error)
@@ -91,6 +93,28 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         f"{len(m.envs)} environments; {warnings} warning(s)\n"
     )
     return 0
+
+
+def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
+    """Environments without a current lock, as warnings: their sessions and builds cannot run until locked."""
+    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+
+    problems = []
+    for env in matrix.envs.values():
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        if state is LockState.CURRENT:
+            continue
+        rel = lock_path(repo, env.id).relative_to(repo)
+        what = "has no lock file" if state is LockState.UNLOCKED else "has a stale lock file"
+        problems.append(
+            Problem(
+                path=f"envs.{env.id}",
+                message=f"{what} ({rel}); run `accelenv lock {env.id}` where its indexes are reachable",
+                severity=Severity.WARNING,
+                rule="lock",
+            )
+        )
+    return problems
 
 
 # ------------------------------------------------------------------------------------------------- list
@@ -284,7 +308,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     matrix = _matrix(args)
     env = get_env(matrix, args.env)
     report = _host_report(args, matrix, [env.family] if matrix.families[env.family].pci_vendor_ids else [])
-    findings = check(matrix, env, report)
+    findings = check(matrix, env, report, host_only=args.host_only)
     if args.allow_missing_hardware:
         findings = [
             dataclasses.replace(f, status=Status.SKIP, message=f.message + " (allowed: --allow-missing-hardware)")
@@ -328,6 +352,89 @@ def cmd_which(args: argparse.Namespace, out: TextIO) -> int:
     ]
     _table(rows, ["ENVIRONMENT", "FAMILY", "HOST VERDICT", "WHY"], out)
     return 0
+
+
+# ------------------------------------------------------------------------------------------------- generate
+
+
+def _repo(args: argparse.Namespace) -> Path:
+    return find_matrix(args.matrix).parent
+
+
+def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.plan.render import apply, generated_files, render_plan
+
+    matrix = _matrix(args)
+    repo = _repo(args)
+    result = apply(repo, render_plan(matrix, generated_files(repo)), check=args.check)
+    if args.check:
+        for rel in result.out_of_date:
+            out.write(f"{rel}: out of date\n")
+        if result.out_of_date:
+            out.write(f"{len(result.out_of_date)} generated file(s) out of date; run `accelenv render` and commit\n")
+            return 1
+        out.write(f"{len(result.unchanged)} generated file(s) up to date\n")
+        return 0
+    for rel in result.written:
+        out.write(f"{rel}: written\n")
+    for rel in result.removed:
+        out.write(f"{rel}: removed (its environment is gone)\n")
+    out.write(f"{len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed\n")
+    return 0
+
+
+def cmd_lock(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, resolve
+
+    matrix = _matrix(args)
+    repo = _repo(args)
+    envs = [get_env(matrix, e) for e in args.envs] if args.envs else list(matrix.envs.values())
+    rows: list[dict[str, Any]] = []
+    if args.check:
+        for env in envs:
+            state = lock_state(repo, env, glibc_of(matrix, env))
+            rows.append({"env": env.id, "state": str(state), "path": str(lock_path(repo, env.id).relative_to(repo))})
+        stale = [r for r in rows if r["state"] == LockState.STALE]
+        unlocked = [r for r in rows if r["state"] == LockState.UNLOCKED]
+        if args.json:
+            _dump(rows, out)
+        else:
+            for r in rows:
+                hint = {
+                    "stale": "  (the matrix changed: run accelenv lock " + r["env"] + ")",
+                    "unlocked": "  (no lock)",
+                }
+                out.write(f"{r['env']:<24} {r['state']}{hint.get(r['state'], '')}\n")
+            out.write(
+                f"{len(rows) - len(stale) - len(unlocked)} current, {len(stale)} stale, {len(unlocked)} unlocked\n"
+            )
+        return 1 if stale or (args.require_all and unlocked) else 0
+    failed = 0
+    for env in envs:
+        glibc = glibc_of(matrix, env)
+        if lock_state(repo, env, glibc) is LockState.CURRENT and not args.force:
+            rows.append({"env": env.id, "state": "current", "problem": None})
+            if not args.json:
+                out.write(f"{env.id:<24} current (use --force to resolve again)\n")
+            continue
+        if not args.json:
+            out.write(f"{env.id:<24} resolving for {', '.join(env.platforms)} ...\n")
+            out.flush()
+        result = resolve(env, glibc=glibc, timeout=args.timeout)
+        if result.text is None:
+            failed += 1
+            rows.append({"env": env.id, "state": str(lock_state(repo, env, glibc)), "problem": result.problem})
+            if not args.json:
+                out.write(f"{env.id:<24} not locked: {result.problem}\n")
+            continue
+        write_atomic(lock_path(repo, env.id), result.text)
+        rows.append({"env": env.id, "state": "current", "problem": None})
+        if not args.json:
+            pins = sum(1 for line in result.text.splitlines() if "==" in line and not line.startswith((" ", "#")))
+            out.write(f"{env.id:<24} locked: {pins} distributions -> {lock_path(repo, env.id).relative_to(repo)}\n")
+    if args.json:
+        _dump(rows, out)
+    return 1 if failed else 0
 
 
 # ------------------------------------------------------------------------------------------------- schema
@@ -440,6 +547,11 @@ def build_parser() -> argparse.ArgumentParser:
     host_options(p, snapshot=True)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON (schema/check.schema.json)")
     p.add_argument(
+        "--host-only",
+        action="store_true",
+        help="only what the host decides (hardware, driver, runtime, visible devices): before installing the pins",
+    )
+    p.add_argument(
         "--allow-missing-hardware",
         action="store_true",
         help="no device of the family is a skip, not a failure (laptops; CI never sets this)",
@@ -463,6 +575,30 @@ def build_parser() -> argparse.ArgumentParser:
     host_options(p, snapshot=True)
     p.add_argument("--all", action="store_true", help="also list environments the host cannot run, with the reason")
     p.add_argument("--json", action="store_true", help="print the ranking as JSON")
+
+    p = command(
+        "lock",
+        "Resolve each environment's pins with uv into envs/<env>/requirements.lock, with hashes.",
+        "examples:\n  accelenv lock                      # every environment whose lock is missing or stale\n"
+        "  accelenv lock cpu-py311 --force\n  accelenv lock --check              # CI: no lock is stale (offline)\n\n"
+        "Only the resolver writes a lock. An environment whose index cannot be reached stays unlocked, and\n"
+        "its nox session says so.",
+        cmd_lock,
+    )
+    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: all)")
+    p.add_argument("--check", action="store_true", help="exit 1 if a lock no longer matches the matrix (offline)")
+    p.add_argument("--require-all", action="store_true", help="with --check: an unlocked environment fails too")
+    p.add_argument("--force", action="store_true", help="resolve again even when the lock is current")
+    p.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per resolution (default %(default)gs)")
+    p.add_argument("--json", action="store_true", help="print one result per environment as JSON")
+
+    p = command(
+        "render",
+        "Write images/<env>/Dockerfile and envs/<env>/env.json for every environment; remove those of gone ones.",
+        "examples:\n  accelenv render\n  accelenv render --check   # CI: exit 1 listing every out-of-date file",
+        cmd_render,
+    )
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any generated file is out of date")
 
     p = command(
         "schema",

@@ -1,6 +1,6 @@
 """The matrix core: `matrix.toml` -> schema -> frozen model -> rules. Reads one file; touches nothing else."""
 
-from accelenv.matrix.load import Validation, find_matrix, load_matrix, validate_file, validate_text
+from accelenv.matrix.load import Validation, find_matrix, load_matrix, read_matrix, validate_file, validate_text
 from accelenv.matrix.model import (
     CiTier,
     DriverRule,
@@ -35,6 +35,7 @@ __all__ = [
     "Validation",
     "find_matrix",
     "load_matrix",
+    "read_matrix",
     "validate_file",
     "validate_text",
 ]

@@ -152,6 +152,20 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     return validation.matrix
 
 
+def read_matrix(path: Path) -> Matrix:
+    """The model without schema and rules: for listing (nox -l) where jsonschema may not be installed. A matrix
+    that does not even parse or build raises `MatrixInvalidError`; use `load_matrix` to trust the content."""
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        matrix, problems = _build(document, set(), str(path))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
+        problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
+        raise MatrixInvalidError(str(path), (problem,)) from error
+    if problems:
+        raise MatrixInvalidError(str(path), tuple(problems))
+    return matrix
+
+
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "accelenv" / "validated"
@@ -329,4 +343,4 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
     )
 
 
-__all__ = ["Severity", "Validation", "find_matrix", "load_matrix", "validate_file", "validate_text"]
+__all__ = ["Severity", "Validation", "find_matrix", "load_matrix", "read_matrix", "validate_file", "validate_text"]

@@ -1,0 +1,30 @@
+"""gaudi: the Habana PyTorch bridge sees every visible HPU, computes on each, and Ray reports HPUs."""
+
+from __future__ import annotations
+
+import pytest
+from devicekit import Expected, need_devices
+
+FAMILY = "gaudi"
+
+
+def test_devices_and_matmul(expected: Expected) -> None:
+    hthpu = pytest.importorskip("habana_frameworks.torch.hpu")
+    torch = pytest.importorskip("torch")
+    count = hthpu.device_count()
+    need_devices(expected, count)
+    a = torch.randn(128, 128)
+    for index in range(count):
+        device = torch.device("hpu", index)
+        torch.testing.assert_close((a.to(device) @ a.to(device)).cpu(), a @ a, rtol=1e-2, atol=1e-2)
+
+
+def test_ray_reports_hpus(expected: Expected) -> None:
+    ray = pytest.importorskip("ray")
+    hthpu = pytest.importorskip("habana_frameworks.torch.hpu")
+    need_devices(expected, hthpu.device_count())
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        assert ray.cluster_resources().get("HPU") == expected.device_count
+    finally:
+        ray.shutdown()

@@ -1,0 +1,55 @@
+"""`nox -s cpu` for real: the host check, the hash-locked install, the device tests; and a broken install caught.
+
+This installs the cpu environment's lock (Ray and its dependencies) from PyPI into a throwaway nox folder.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def nox(*args: str, envdir: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ACCELENV_ENV", "VIRTUAL_ENV")}
+    return subprocess.run(
+        [sys.executable, "-m", "nox", "--envdir", str(envdir), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+        check=False,
+    )
+
+
+def test_nox_lists_sessions_from_the_matrix(tmp_path: Path) -> None:
+    result = nox("-l", envdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name in ("cpu", "gpu-nvidia", "gpu-amd", "tpu", "neuron", "gaudi", "gpu-nvidia-cu130"):
+        assert f"- {name} -> " in result.stdout
+
+
+def test_cpu_session_passes_and_a_broken_pin_fails_it(tmp_path: Path) -> None:
+    result = nox("-s", "cpu", envdir=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "accelenv check cpu-py311 --host-only" in output
+    assert "verdict: pass" in output
+    assert "1 passed" in output  # tests/devices/test_cpu_devices.py: Ray on CPU
+    python = next(tmp_path.glob("cpu*/bin/python"))
+    subprocess.run(
+        [sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "pytest==9.1.1"],
+        check=True,
+        capture_output=True,
+    )
+    broken = nox("-s", "cpu", "-R", envdir=tmp_path)  # reuse the venv, skip the installs
+    output = broken.stdout + broken.stderr
+    assert broken.returncode != 0
+    assert "FAIL  requirements.pytest          pytest 9.1.1 is installed, cpu-py311 pins 9.2.0" in output
