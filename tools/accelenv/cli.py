@@ -437,6 +437,131 @@ def cmd_lock(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
+# ------------------------------------------------------------------------------------------------- images
+
+
+def _lock_text(repo: Path, env_id: str) -> str:
+    from accelenv.plan.lock import lock_path
+
+    path = lock_path(repo, env_id)
+    if not path.is_file():
+        raise UsageError(f"{env_id} has no lock ({path.relative_to(repo)}): run `accelenv lock {env_id}` first")
+    return path.read_text(encoding="utf-8")
+
+
+def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.context import build_order, find_source, plan_build, source_hash
+    from accelenv.build.engine import connect
+    from accelenv.build.images import build_images, summary
+    from accelenv.plan.lock import LockState, glibc_of, lock_state
+
+    matrix = _matrix(args)
+    repo = _repo(args)
+    envs = [get_env(matrix, e) for e in args.envs] if args.envs else list(matrix.envs.values())
+    source = find_source()
+    source_digest = source_hash(source)
+    matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
+    plans, unbuildable = [], []
+    for env in envs:
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        if state is not LockState.CURRENT:
+            unbuildable.append((env.id, f"lock is {state}: run `accelenv lock {env.id}`"))
+            continue
+        plans.append(
+            plan_build(
+                matrix,
+                env,
+                matrix_text=matrix_text,
+                lock=_lock_text(repo, env.id),
+                accelenv_source=source_digest,
+                repository=args.repository,
+            )
+        )
+    for env_id, reason in unbuildable:
+        out.write(f"{env_id}: not built: {reason}\n")
+    if args.envs and unbuildable:
+        raise UsageError(f"{len(unbuildable)} environment(s) cannot be built: {', '.join(e for e, _ in unbuildable)}")
+    engine = connect()
+    info = engine.info()
+    progress = sys.stderr if args.json else out
+    progress.write(
+        f"engine: {info.host}, Docker {info.server_version}, API {info.api_version} ({info.os}/{info.arch})\n"
+    )
+    results = build_images(
+        engine,
+        build_order(plans),
+        source=source,
+        logs=repo / ".accelenv" / "build-logs",
+        nocache=args.no_cache,
+        dry_run=args.dry_run,
+        push=args.push,
+        out=progress,
+    )
+    if args.json:
+        _dump(
+            {
+                "results": [r.as_json() for r in results],
+                "not_built": [{"env": e, "reason": r} for e, r in unbuildable],
+            },
+            out,
+        )
+    else:
+        out.write(summary(results) + "\n")
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _image_ref(args: argparse.Namespace, matrix: Matrix, env_id: str) -> str:
+    from accelenv.build.context import human_tag
+
+    return args.image or human_tag(args.repository, matrix, matrix.envs[env_id])
+
+
+def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.engine import connect
+    from accelenv.build.images import verify_image
+
+    matrix = _matrix(args)
+    env = get_env(matrix, args.env)
+    reference = _image_ref(args, matrix, env.id)
+    lock = _lock_text(_repo(args), env.id)
+    with connect() as engine:
+        findings = verify_image(engine, matrix, env, reference, lock)
+    result = verdict_json(env.id, findings, source=f"image {reference}")
+    if args.json:
+        _dump(result, out)
+    else:
+        out.write(f"accelenv verify {env.id}: {reference}\n")
+        for f in findings:
+            out.write(f"  {_MARK[f.status]}  {f.id:<22} {f.message}\n")
+            if f.status is Status.FAIL:
+                out.write(f"        expected {f.expected}; found {f.found}\n")
+                if f.fix:
+                    out.write(f"        fix: {f.fix}\n")
+        out.write(f"verdict: {result['verdict']}\n")
+    return 1 if result["verdict"] == "fail" else 0
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.engine import connect
+    from accelenv.build.images import run_spec
+
+    matrix = _matrix(args)
+    env = get_env(matrix, args.env)
+    command = list(args.command)
+    if not command:
+        raise UsageError("nothing to run: accelenv run ENV -- COMMAND [ARGS...]")
+    spec = run_spec(
+        matrix, env, _image_ref(args, matrix, env.id), command, root=Root.from_option(None), workdir=Path.cwd()
+    )
+
+    def echo(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    with connect() as engine:
+        return engine.run(spec, echo)
+
+
 # ------------------------------------------------------------------------------------------------- schema
 
 
@@ -601,6 +726,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any generated file is out of date")
 
     p = command(
+        "build",
+        "Build environment images with the container engine: content-addressed, hermetic, tagged only on success.",
+        "examples:\n  accelenv build                    # every locked environment\n"
+        "  accelenv build cpu-py311 --json\n  accelenv build --dry-run\n"
+        "  accelenv build gpu-nvidia-cu128 --push registry.example.com/team\n\n"
+        "Images are tagged <repository>:<env>-<content hash> and <repository>:<env>-<wheel tag>-py<python>;\n"
+        "an image whose content tag exists is not built again. Logs: .accelenv/build-logs/<env>.log",
+        cmd_build,
+    )
+    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: all locked ones)")
+    p.add_argument("--push", metavar="REGISTRY", help="also push to REGISTRY (skipped when it has the content tag)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be built; build nothing")
+    p.add_argument("--no-cache", action="store_true", help="build again, without the engine's layer cache")
+    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print results as JSON (progress goes to stderr)")
+
+    p = command(
+        "verify",
+        "Start ENV's image, run accelenv check inside it, and compare its labels and distributions with the matrix.",
+        "examples:\n  accelenv verify cpu-py311\n"
+        "  accelenv verify gpu-nvidia-cu128 --image accelenv:gpu-nvidia-cu128-py312",
+        cmd_verify,
+    )
+    p.add_argument("env", metavar="ENV")
+    p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
+    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+    p = command(
+        "run",
+        "Run a command in ENV's image with the working tree at /workspace and the family's devices wired in.",
+        "examples:\n  accelenv run gpu-nvidia-cu128 -- pytest tests/devices\n  accelenv run cpu-py311 -- python -V",
+        cmd_run,
+    )
+    p.add_argument("env", metavar="ENV")
+    p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
+    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    p.set_defaults(command=[])  # everything after `--` (split off in main: argparse would misread it)
+
+    p = command(
         "schema",
         "Print a JSON Schema (matrix.toml, inspect --json, check --json), or write/check the schema/ files.",
         "examples:\n  accelenv schema > matrix.schema.json\n  accelenv schema check.schema.json\n"
@@ -618,8 +783,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stdout = out or sys.stdout
     parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    trailing: list[str] | None = None
+    if "--" in words:
+        cut = words.index("--")
+        words, trailing = words[:cut], words[cut + 1 :]
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
+        if trailing is not None:
+            if not hasattr(args, "command") or args.func is not cmd_run:
+                parser.error("`--` only goes with `accelenv run ENV -- COMMAND`")
+            args.command = trailing
         code: int = args.func(args, stdout)
         return code
     except MatrixInvalidError as error:

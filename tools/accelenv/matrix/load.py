@@ -253,6 +253,10 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
             arch_pattern=v["arch_pattern"],
             wheel_tag_format=v.get("wheel_tag_format"),
             container_env=MappingProxyType(dict(v.get("container_env", {}))),
+            container_devices=tuple(v.get("container_devices", ())),
+            container_groups=tuple(v.get("container_groups", ())),
+            container_gpus=bool(v.get("container_gpus", False)),
+            container_runtime=v.get("container_runtime"),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)

@@ -88,6 +88,10 @@ class Family:
     arch_pattern: str
     wheel_tag_format: str | None
     container_env: Mapping[str, str]
+    container_devices: tuple[str, ...]
+    container_groups: tuple[str, ...]
+    container_gpus: bool
+    container_runtime: str | None
     sources: tuple[str, ...]
 
 

@@ -134,6 +134,21 @@ def _family() -> Json:
                 "propertyNames": {"pattern": ENV_VAR, "x-hint": "an upper-case environment variable name"},
                 "additionalProperties": _string("The value.", r"^[A-Za-z0-9_.,:=/-]*$", "letters, digits and .,:=/-_"),
             },
+            "container_devices": _list(
+                "Device nodes (globs) a container of the family gets, as found on the host (AMD: /dev/kfd, /dev/dri).",
+                {"type": "string", "pattern": DEVICE_NODE, "x-hint": "a /dev path, globs allowed"},
+            ),
+            "container_groups": _list(
+                "Groups the container user joins to use the devices (AMD: video, render).",
+                {"type": "string", "pattern": TOOL, "x-hint": "a group name"},
+            ),
+            "container_gpus": {
+                "type": "boolean",
+                "description": "Request every GPU through the engine's device requests (NVIDIA container toolkit).",
+            },
+            "container_runtime": _string(
+                "The OCI runtime the family's containers need (Gaudi: habana).", TOOL, "a runtime name"
+            ),
             "wheel_tag_format": _string(
                 "How a runtime's version becomes its wheel tag, e.g. cu{major}{minor} -> cu128.",
                 WHEEL_TAG_FORMAT,

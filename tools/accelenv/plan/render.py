@@ -43,6 +43,8 @@ NVIDIA_BRANDS = (
     "vws",
     "cloudgaming",
 )
+# What an image needs of accelenv's own dependencies to run `accelenv check` (the rest serve builds and locks).
+IMAGE_DEPENDENCIES = ("packaging>=24", "jsonschema>=4.21")
 USER = "accelenv"
 UID = 1000
 
@@ -129,8 +131,12 @@ def dockerfile(matrix: Matrix, env: Environment) -> str:
         f"RUN {python} -m venv --system-site-packages /opt/venv \\",
         " && /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/wheels \\",
         f"      --require-hashes --no-deps -r /opt/accelenv/{LOCK_NAME}",
+        "# accelenv itself, so `accelenv check` runs inside; only what it needs for that, beside the locked pins",
         "COPY accelenv/ /opt/accelenv/dist/",
-        "RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/dist accelenv \\",
+        "RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/dist \\",
+        "      --no-deps accelenv \\",
+        " && /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/dist \\",
+        "      " + " ".join(f"'{d}'" for d in IMAGE_DEPENDENCIES) + " \\",
         " && /opt/venv/bin/accelenv --version",
         "",
         "# ---- The image: OS layer + the finished venv + the matrix, run as a non-root user",

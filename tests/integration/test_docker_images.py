@@ -1,0 +1,170 @@
+"""Images with the real Docker engine, through accelenv's own commands, on a base made with debootstrap.
+
+A test matrix adds an environment whose runtime's base image is the local `accelenv-ci/debian:bookworm-minbase`
+(.ci/run makes it: no registry can be reached). Build it, rebuild it as a no-op, verify it, run a command in it,
+then change a pin: verify must fail. A missing base image fails the build and leaves no tag.
+Under CI=true a missing engine or base image fails these tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+import tomlkit
+
+from accelenv.cli import main
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+BASE = os.environ.get("ACCELENV_CI_BASE_IMAGE", "accelenv-ci/debian:bookworm-minbase")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI needs it: .ci/run installs docker.io and makes the base image)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[object]:
+    from accelenv.build.engine import EngineError, connect
+
+    try:
+        engine = connect(timeout=30)
+    except EngineError as error:
+        _unavailable(f"no Docker engine: {error}")
+    with engine:
+        if engine.image(BASE) is None:
+            _unavailable(f"base image {BASE} is missing")
+        yield engine
+
+
+def write_matrix(folder: Path, *, pin: str, base: str = BASE) -> Path:
+    repository, _, tag = base.rpartition(":")
+    doc = tomlkit.parse((REPO / "matrix.toml").read_text(encoding="utf-8"))
+    runtime = tomlkit.table()
+    runtime.update(
+        {
+            "family": "cpu",
+            "name": "Debian 12 minbase (CI)",
+            "wheel_tag": "cpu",
+            "architectures": ["x86_64", "aarch64"],
+            "base_images": {"debian12": {"repository": repository, "tag": tag}},
+        }
+    )
+    doc["runtimes"]["ci-bookworm"] = runtime
+    env = tomlkit.table()
+    env.update(
+        {
+            "family": "cpu",
+            "runtime": "ci-bookworm",
+            "description": "image integration test",
+            "os": "debian12",
+            "python": "3.11",
+            "platforms": ["linux/amd64"],
+            "skus": ["cpu-x86-64"],
+            "requirements": {"packages": [pin]},
+            "tests": ["tests/devices/test_cpu_devices.py"],
+            "ci_tier": "pr",
+        }
+    )
+    doc["envs"]["ci-image"] = env
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.toml"
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return path
+
+
+def accelenv(matrix: Path, *args: str) -> int:
+    return main(["--matrix", str(matrix), *args])
+
+
+@pytest.fixture
+def repository(engine: object) -> Iterator[str]:
+    """A repository name of this test run alone; its images are removed afterwards."""
+    from accelenv.build.engine import DockerEngine
+
+    assert isinstance(engine, DockerEngine)
+    name = f"accelenv-test-{uuid.uuid4().hex[:8]}"
+    yield name
+    for tag in engine.tags(name):
+        engine.remove(tag)
+
+
+def test_build_noop_verify_run_and_break(
+    engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0")
+    assert accelenv(matrix, "lock", "ci-image") == 0
+    capsys.readouterr()
+    assert accelenv(matrix, "build", "ci-image", "--repository", repository, "--json") == 0
+    first = json.loads(capsys.readouterr().out)["results"][0]
+    assert first["status"] == "built", first
+    assert first["human_tag"] == f"{repository}:ci-image-cpu-py311"
+    assert first["content_tag"].startswith(f"{repository}:ci-image-")
+    assert first["size"] > 0
+    assert Path(first["log"]).read_text().count("Step ") >= 10
+
+    # the same content: nothing is built
+    assert accelenv(matrix, "build", "ci-image", "--repository", repository, "--json") == 0
+    again = json.loads(capsys.readouterr().out)["results"][0]
+    assert again["status"] == "skipped"
+    assert again["image_id"] == first["image_id"]
+
+    assert accelenv(matrix, "verify", "ci-image", "--repository", repository) == 0
+    assert "verdict: pass" in capsys.readouterr().out
+
+    code = accelenv(
+        matrix,
+        "run",
+        "ci-image",
+        "--repository",
+        repository,
+        "--",
+        "python",
+        "-c",
+        "import six, os; print('six', six.__version__, os.getcwd())",
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "six 1.17.0 /workspace" in out
+
+    # break it on purpose: another pin, relocked, and the image no longer verifies
+    write_matrix(tmp_path / "repo", pin="six==1.16.0")
+    assert accelenv(matrix, "lock", "ci-image") == 0
+    capsys.readouterr()
+    assert accelenv(matrix, "verify", "ci-image", "--repository", repository) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  image.distributions" in out
+    assert "six 1.17.0 (lock: 1.16.0)" in out
+
+
+def test_a_missing_base_image_fails_and_leaves_no_tag(
+    engine: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from accelenv.build.engine import DockerEngine
+
+    assert isinstance(engine, DockerEngine)
+    matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0", base="accelenv-ci/missing:nothing")
+    assert accelenv(matrix, "lock", "ci-image") == 0
+    capsys.readouterr()
+    assert accelenv(matrix, "build", "ci-image", "--repository", "accelenv-missing") == 1
+    out = capsys.readouterr().out
+    assert "ci-image: FAILED" in out
+    assert engine.image("accelenv-missing:ci-image-cpu-py311") is None
+
+
+def test_engine_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from accelenv.build.engine import EngineError, connect
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/docker.sock")
+    with pytest.raises(EngineError, match=r"no container engine answers at unix://.*docker.sock.*Start dockerd"):
+        connect(timeout=1)

@@ -1,0 +1,256 @@
+"""Image builds with a hand-written fake engine: content addressing, tags only on success, order, push, wiring."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from accelenv.build.context import (
+    BuildError,
+    BuildPlan,
+    build_order,
+    human_tag,
+    pip_platforms,
+    plan_build,
+    source_hash,
+    sub_matrix,
+)
+from accelenv.build.engine import EngineError, EngineInfo, ImageInfo, RunSpec
+from accelenv.build.images import build_images, locked_pins, run_spec, summary
+from accelenv.host.root import Root
+from accelenv.matrix import Matrix, load_matrix, validate_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+REPO = Path(__file__).resolve().parents[2]
+LOCK = (REPO / "envs" / "cpu-py311" / "requirements.lock").read_text()
+
+
+class FakeEngine:
+    """Images in a dict; builds succeed or raise as told; records every call."""
+
+    def __init__(self, *, fail: str | None = None, registry: set[str] | None = None) -> None:
+        self.images: dict[str, ImageInfo] = {}
+        self.fail = fail
+        self.registry = registry if registry is not None else set()
+        self.calls: list[tuple[str, ...]] = []
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(host="fake", api_version="1.41", server_version="20.10", os="linux", arch="amd64")
+
+    def image(self, reference: str) -> ImageInfo | None:
+        return self.images.get(reference)
+
+    def build(self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]) -> str:
+        self.calls.append(("build", Path(context).name))
+        on_line("Step 1/2 : FROM base")
+        if self.fail:
+            raise EngineError(self.fail)
+        on_line("Step 2/2 : CMD x")
+        return f"sha256:{len(self.calls):064d}"
+
+    def tag(self, image_id: str, reference: str) -> None:
+        self.calls.append(("tag", reference))
+        self.images[reference] = ImageInfo(id=image_id, tags=(reference,), labels={}, size=2**20, layers=())
+
+    def remove(self, reference: str) -> None:
+        self.images.pop(reference, None)
+
+    def run(self, spec: RunSpec, on_line: Callable[[str], None]) -> int:
+        return 0
+
+    def push(self, reference: str, on_line: Callable[[str], None]) -> None:
+        self.calls.append(("push", reference))
+        self.registry.add(reference)
+
+    def registry_has(self, reference: str) -> bool:
+        return reference in self.registry
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix(REPO / "matrix.toml")
+
+
+def plan(matrix: Matrix, env: str = "cpu-py311", lock: str = LOCK) -> BuildPlan:
+    text = (REPO / "matrix.toml").read_text()
+    return plan_build(matrix, matrix.envs[env], matrix_text=text, lock=lock, accelenv_source="src")
+
+
+def no_context(plan: BuildPlan, context: Path) -> None:
+    context.mkdir(parents=True)
+
+
+def build(engine: FakeEngine, plans: list[BuildPlan], tmp_path: Path, **kwargs: object) -> list[object]:
+    options: dict[str, object] = {"nocache": False, "dry_run": False, "push": None, **kwargs}
+    return list(
+        build_images(
+            engine,
+            plans,
+            source=REPO,
+            logs=tmp_path / "logs",
+            out=io.StringIO(),
+            assemble_context=no_context,
+            **options,  # type: ignore[arg-type]
+        )
+    )
+
+
+def test_content_addressed_build_then_skip(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine()
+    p = plan(matrix)
+    (first,) = build(engine, [p], tmp_path)
+    assert first.status == "built"  # type: ignore[attr-defined]
+    assert p.content_tag in engine.images
+    assert p.human_tag in engine.images
+    (second,) = build(engine, [p], tmp_path)
+    assert second.status == "skipped"  # type: ignore[attr-defined]
+    assert [c for c in engine.calls if c[0] == "build"] == [("build", "context")]
+
+
+def test_a_failed_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine(fail="the build failed: RUN exited 1")
+    p = plan(matrix)
+    (result,) = build(engine, [p], tmp_path)
+    assert result.status == "failed"  # type: ignore[attr-defined]
+    assert engine.images == {}
+    log = Path(result.log).read_text()  # type: ignore[attr-defined]
+    assert "Step 1/2 : FROM base" in log
+    assert "FAILED: the build failed: RUN exited 1" in log
+
+
+def test_context_failure_is_a_failed_build_not_a_crash(matrix: Matrix, tmp_path: Path) -> None:
+    def broken(plan: BuildPlan, context: Path) -> None:
+        raise BuildError("downloading the locked wheels of cpu-py311 failed: hash mismatch")
+
+    engine = FakeEngine()
+    results = build_images(
+        engine,
+        [plan(matrix)],
+        source=REPO,
+        logs=tmp_path / "logs",
+        out=io.StringIO(),
+        nocache=False,
+        dry_run=False,
+        push=None,
+        assemble_context=broken,
+    )
+    assert results[0].status == "failed"
+    assert "hash mismatch" in results[0].reason
+    assert engine.images == {}
+
+
+def test_dry_run_builds_nothing(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine()
+    (result,) = build(engine, [plan(matrix)], tmp_path, dry_run=True)
+    assert result.status == "planned"  # type: ignore[attr-defined]
+    assert engine.calls == []
+
+
+def test_push_skips_what_the_registry_has(matrix: Matrix, tmp_path: Path) -> None:
+    p = plan(matrix)
+    engine = FakeEngine()
+    build(engine, [p], tmp_path, push="registry.example:5000/team")
+    assert ("push", f"registry.example:5000/team/{p.content_tag}") in engine.calls
+    engine.calls.clear()
+    (again,) = build(engine, [p], tmp_path, push="registry.example:5000/team")
+    assert again.status == "skipped"  # type: ignore[attr-defined]
+    assert not [c for c in engine.calls if c[0] in ("build", "push")]
+
+
+def test_content_hash_follows_what_goes_in(matrix: Matrix) -> None:
+    a = plan(matrix)
+    assert plan(matrix).content_hash == a.content_hash
+    assert plan(matrix, lock=LOCK + "\n# changed\n").content_hash != a.content_hash
+
+
+def test_another_envs_change_does_not_touch_this_image(matrix: Matrix) -> None:
+    text = (REPO / "matrix.toml").read_text()
+    changed = text.replace(
+        'requirements.packages = ["torch==2.9.1+cu126"', 'requirements.packages = ["torch==2.9.0+cu126"'
+    )
+    assert changed != text
+    env = matrix.envs["cpu-py311"]
+    before = plan_build(matrix, env, matrix_text=text, lock=LOCK, accelenv_source="src")
+    after = plan_build(matrix, env, matrix_text=changed, lock=LOCK, accelenv_source="src")
+    assert before.content_hash == after.content_hash
+
+
+@pytest.mark.parametrize("env", ["cpu-py311", "gpu-nvidia-cu129", "gaudi-1-23"])
+def test_sub_matrix_is_valid_and_holds_one_env(env: str) -> None:
+    validation = validate_text(sub_matrix((REPO / "matrix.toml").read_text(), env))
+    assert [p.render("sub") for p in validation.problems if p.is_error] == []
+    assert validation.matrix is not None
+    assert list(validation.matrix.envs) == [env]
+    assert validation.matrix.envs[env].default
+
+
+def test_tags(matrix: Matrix) -> None:
+    assert human_tag("accelenv", matrix, matrix.envs["gpu-nvidia-cu128"]) == "accelenv:gpu-nvidia-cu128-py312"
+    assert human_tag("accelenv", matrix, matrix.envs["tpu-jax-0-8"]) == "accelenv:tpu-jax-0-8-py312"
+    assert human_tag("accelenv", matrix, matrix.envs["cpu-py311"]) == "accelenv:cpu-py311-py311"
+    assert plan(matrix).content_tag.startswith("accelenv:cpu-py311-")
+
+
+def test_build_order_groups_shared_bases(matrix: Matrix) -> None:
+    text = (REPO / "matrix.toml").read_text()
+    plans = [
+        plan_build(matrix, matrix.envs[e], matrix_text=text, lock=LOCK, accelenv_source="s")
+        for e in ("gpu-nvidia-cu130", "cpu-py311", "gpu-nvidia-cu128", "gaudi-1-23")
+    ]
+    bases = [p.base_image for p in build_order(plans)]
+    assert bases == sorted(bases)
+
+
+def test_pip_platforms() -> None:
+    tags = pip_platforms("linux/amd64", "2.36")
+    assert tags[0] == "manylinux_2_36_x86_64"
+    assert tags[-1] == "manylinux2014_x86_64"
+    assert "manylinux_2_17_x86_64" in tags
+
+
+def test_locked_pins_reads_markers() -> None:
+    text = (
+        "# header\n--extra-index-url https://x\n"
+        "numpy==2.5.5 ; platform_machine == 'x86_64' \\\n    --hash=sha256:a\nray==2.60.0 \\\n"
+    )
+    assert locked_pins(text) == [("numpy", "2.5.5"), ("ray", "2.60.0")]
+
+
+def test_source_hash_is_stable() -> None:
+    assert source_hash(REPO) == source_hash(REPO)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("gpu-nvidia-cu128", [], [], True, None, {"NVIDIA_VISIBLE_DEVICES": "all"}),
+        ("gpu-amd-rocm64", ["/dev/dri", "/dev/kfd"], ["video", "render"], False, None, {}),
+        ("neuron-2-31", ["/dev/neuron0"], [], False, None, {}),
+        ("tpu-jax-0-8", ["/dev/vfio/0", "/dev/vfio/vfio"], [], False, None, {}),
+        ("gaudi-1-23", [], [], False, "habana", {"HABANA_VISIBLE_DEVICES": "all"}),
+    ],
+)
+def test_run_wires_devices_from_the_matrix(
+    matrix: Matrix, tmp_path: Path, case: tuple[str, list[str], list[str], bool, str | None, dict[str, str]]
+) -> None:
+    env, devices, groups, gpus, runtime, variables = case
+    host = tmp_path / "host"
+    for node in ("dev/kfd", "dev/dri/renderD128", "dev/neuron0", "dev/vfio/0", "dev/vfio/vfio"):
+        (host / node).parent.mkdir(parents=True, exist_ok=True)
+        (host / node).write_text("")
+    spec = run_spec(matrix, matrix.envs[env], "img", ["true"], root=Root(host), workdir=tmp_path)
+    assert spec.devices == devices
+    assert spec.group_add == groups
+    assert spec.gpus is gpus
+    assert spec.runtime == runtime
+    assert variables.items() <= spec.environment.items()
+    assert spec.volumes == {str(tmp_path): "/workspace"}
+
+
+def test_summary_counts() -> None:
+    assert summary([]) == "0 built, 0 up to date, 0 failed; 0 MiB in all"
