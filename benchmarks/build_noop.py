@@ -1,0 +1,126 @@
+"""Image builds with the real engine: a no-op rebuild of every env, a one-env pin change, and shared bytes.
+
+Two test environments on one local base image (made by .ci/run with debootstrap; override with
+ACCELENV_CI_BASE_IMAGE) are locked and built. Then:
+  1. every env is built again: nothing may be built; the time is compared with one engine call per image
+     (docker image inspect), the least any tool could do;
+  2. one env's pin changes: exactly that env is rebuilt, reusing the layers it shares with the other;
+  3. image sizes, and the bytes the two images share (common layers).
+
+    python benchmarks/build_noop.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import tomlkit
+
+from accelenv.build.engine import connect
+from accelenv.cli import main as accelenv
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = os.environ.get("ACCELENV_CI_BASE_IMAGE", "accelenv-ci/debian:bookworm-minbase")
+REPOSITORY = "accelenv-bench"
+
+
+def write_matrix(path: Path, pins: dict[str, list[str]]) -> None:
+    repository, _, tag = BASE.rpartition(":")
+    doc = tomlkit.parse((REPO / "matrix.toml").read_text(encoding="utf-8"))
+    runtime = tomlkit.table()
+    runtime.update(
+        {
+            "family": "cpu",
+            "name": "Debian 12 minbase (benchmark)",
+            "wheel_tag": "cpu",
+            "architectures": ["x86_64", "aarch64"],
+            "base_images": {"debian12": {"repository": repository, "tag": tag}},
+        }
+    )
+    doc["runtimes"]["bench-bookworm"] = runtime
+    for env_id, packages in pins.items():
+        env = tomlkit.table()
+        env.update(
+            {
+                "family": "cpu",
+                "runtime": "bench-bookworm",
+                "description": f"benchmark {env_id}",
+                "os": "debian12",
+                "python": "3.11",
+                "platforms": ["linux/amd64"],
+                "skus": ["cpu-x86-64"],
+                "requirements": {"packages": packages},
+                "tests": ["tests/devices/test_cpu_devices.py"],
+                "ci_tier": "pr",
+            }
+        )
+        doc["envs"][env_id] = env
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+
+
+def run(matrix: Path, *args: str) -> tuple[int, str, float]:
+    out = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(io.StringIO()):
+        code = accelenv(["--matrix", str(matrix), *args], out=out)
+    return code, out.getvalue(), time.perf_counter() - start
+
+
+def built(output: str) -> list[str]:
+    return [r["env"] for r in json.loads(output)["results"] if r["status"] == "built"]
+
+
+def main() -> int:
+    envs = {"bench-a": ["six==1.17.0"], "bench-b": ["six==1.17.0", "iniconfig==2.3.0"]}
+    with tempfile.TemporaryDirectory() as folder, connect() as engine:
+        matrix = Path(folder) / "matrix.toml"
+        write_matrix(matrix, envs)
+        assert run(matrix, "lock", *envs)[0] == 0
+        code, output, first_s = run(matrix, "build", *envs, "--repository", REPOSITORY, "--json")
+        assert code == 0, output
+        print(f"first build of {len(envs)} envs: {first_s:.1f}s, built {built(output)}")
+
+        code, output, noop_s = run(matrix, "build", *envs, "--repository", REPOSITORY, "--json")
+        tags = [r["human_tag"] for r in json.loads(output)["results"]]
+        start = time.perf_counter()
+        for tag in tags:
+            engine.image(tag)
+        inspect_s = time.perf_counter() - start
+        print(
+            f"no-op rebuild: {len(built(output))} built in {noop_s * 1000:.0f} ms; "
+            f"{len(tags)} image inspects alone take {inspect_s * 1000:.0f} ms; ratio {noop_s / inspect_s:.1f}x"
+        )
+
+        envs["bench-b"] = ["six==1.16.0", "iniconfig==2.3.0"]
+        write_matrix(matrix, envs)
+        assert run(matrix, "lock", "bench-b")[0] == 0
+        code, output, change_s = run(matrix, "build", *envs, "--repository", REPOSITORY, "--json")
+        print(f"one env's pin changed: rebuilt {built(output)} in {change_s:.1f}s ({change_s / first_s:.2f}x first)")
+
+        infos = [engine.image(tag) for tag in tags]
+        assert all(infos)
+        a, b = infos[0], infos[1]
+        assert a is not None
+        assert b is not None
+        shared = [layer for layer in a.layers if layer in set(b.layers)]
+        history = engine._client.history(a.id)  # newest first; entries with size map onto RootFS layers
+        sizes = [h["Size"] for h in reversed(history) if h.get("Size")]
+        shared_bytes = sum(sizes[: len(shared)]) if len(sizes) >= len(shared) else None
+        print(
+            f"sizes: {a.size / 2**20:.0f} MiB and {b.size / 2**20:.0f} MiB; {len(shared)} of {len(a.layers)} layers "
+            f"shared" + (f" ({shared_bytes / 2**20:.0f} MiB)" if shared_bytes is not None else "")
+        )
+        for tag in engine.tags(REPOSITORY):
+            engine.remove(tag)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Image builds: the container engine adapter, build contexts and the build/verify/run flows."""

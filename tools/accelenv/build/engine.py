@@ -1,0 +1,269 @@
+"""The container engine behind one small `Engine` protocol; `DockerEngine` is docker-py against the Docker Engine
+API (and so Podman's Docker-compatible socket through DOCKER_HOST).
+
+`connect()` checks the engine up front and names the API version accelenv needs and the one it found. Every
+docker-py error becomes an `EngineError` with a message a user can act on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from packaging.version import Version
+
+from accelenv.errors import AccelenvError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+MIN_API = "1.41"  # device requests (GPUs), build labels and platforms; Docker 20.10 speaks it
+
+
+class EngineError(AccelenvError):
+    """The engine is missing, too old, or refused an operation."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineInfo:
+    host: str
+    api_version: str
+    server_version: str
+    os: str
+    arch: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageInfo:
+    id: str
+    tags: tuple[str, ...]
+    labels: dict[str, str]
+    size: int
+    layers: tuple[str, ...]  # RootFS layer digests, to count what images share
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """How to start a container: the family's device wiring is data from the matrix."""
+
+    image: str
+    command: list[str]
+    environment: dict[str, str] = field(default_factory=dict)
+    volumes: dict[str, str] = field(default_factory=dict)  # host path -> container path (read-write)
+    devices: list[str] = field(default_factory=list)  # /dev/kfd and the like, present on the host
+    group_add: list[str] = field(default_factory=list)
+    gpus: bool = False  # NVIDIA: a device request for every GPU
+    runtime: str | None = None  # Gaudi: habana
+    user: str | None = None
+    workdir: str | None = None
+
+
+class Engine(Protocol):
+    def info(self) -> EngineInfo: ...
+
+    def image(self, reference: str) -> ImageInfo | None: ...
+
+    def build(
+        self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]
+    ) -> str: ...  # the image id
+
+    def tag(self, image_id: str, reference: str) -> None: ...
+
+    def remove(self, reference: str) -> None: ...
+
+    def run(self, spec: RunSpec, on_line: Callable[[str], None]) -> int: ...
+
+    def push(self, reference: str, on_line: Callable[[str], None]) -> None: ...
+
+    def registry_has(self, reference: str) -> bool: ...
+
+
+class DockerEngine:
+    """docker-py's low-level API client, created by `connect()`."""
+
+    def __init__(self, client: Any, info: EngineInfo) -> None:
+        self._client = client
+        self._info = info
+
+    def info(self) -> EngineInfo:
+        return self._info
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> DockerEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def image(self, reference: str) -> ImageInfo | None:
+        import docker.errors
+
+        try:
+            data = self._client.inspect_image(reference)
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.APIError as error:
+            raise EngineError(f"cannot inspect {reference}: {_explain(error)}") from error
+        config = data.get("Config") or {}
+        return ImageInfo(
+            id=data["Id"],
+            tags=tuple(data.get("RepoTags") or ()),
+            labels=dict(config.get("Labels") or {}),
+            size=int(data.get("Size") or 0),
+            layers=tuple((data.get("RootFS") or {}).get("Layers") or ()),
+        )
+
+    def build(self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]) -> str:
+        """Build without a tag (the caller tags only after success: a failed build leaves no tag behind)."""
+        import docker.errors
+
+        image_id: str | None = None
+        try:
+            stream: Iterator[dict[str, Any]] = self._client.build(
+                path=context, tag=tag, nocache=nocache, rm=True, forcerm=True, decode=True, pull=False
+            )
+            for chunk in stream:
+                if "stream" in chunk:
+                    for line in str(chunk["stream"]).splitlines():
+                        if line.strip():
+                            on_line(line)
+                if "aux" in chunk and isinstance(chunk["aux"], dict) and "ID" in chunk["aux"]:
+                    image_id = str(chunk["aux"]["ID"])
+                if "error" in chunk:
+                    detail = str(chunk.get("errorDetail", {}).get("message") or chunk["error"]).strip()
+                    raise EngineError(_build_failure(detail))
+        except docker.errors.APIError as error:
+            raise EngineError(_build_failure(_explain(error))) from error
+        if image_id is None:
+            raise EngineError("the engine finished the build without reporting an image id")
+        return image_id
+
+    def tags(self, repository: str) -> list[str]:
+        """Every tag of `repository` on the engine."""
+        return sorted(t for image in self._client.images(name=repository) for t in image.get("RepoTags") or ())
+
+    def tag(self, image_id: str, reference: str) -> None:
+        repository, _, tag = reference.rpartition(":")
+        self._client.tag(image_id, repository, tag)
+
+    def remove(self, reference: str) -> None:
+        import docker.errors
+
+        try:
+            self._client.remove_image(reference, noprune=False)
+        except docker.errors.ImageNotFound:
+            return
+
+    def run(self, spec: RunSpec, on_line: Callable[[str], None]) -> int:
+        import docker.errors
+        import docker.types
+
+        host_config = self._client.create_host_config(
+            binds={host: {"bind": target, "mode": "rw"} for host, target in spec.volumes.items()},
+            devices=[f"{d}:{d}:rwm" for d in spec.devices],
+            group_add=spec.group_add or None,
+            device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else None,
+            runtime=spec.runtime,
+        )
+        try:
+            container = self._client.create_container(
+                spec.image,
+                command=spec.command,
+                environment=spec.environment,
+                host_config=host_config,
+                user=spec.user,
+                working_dir=spec.workdir,
+            )
+        except docker.errors.ImageNotFound as error:
+            raise EngineError(f"no image {spec.image}: build it first (accelenv build)") from error
+        except docker.errors.APIError as error:
+            raise EngineError(f"cannot create a container from {spec.image}: {_explain(error)}") from error
+        cid = container["Id"]
+        try:
+            self._client.start(cid)
+            for chunk in self._client.logs(cid, stream=True, follow=True):
+                for line in chunk.decode("utf-8", errors="replace").splitlines():
+                    on_line(line)
+            return int(self._client.wait(cid)["StatusCode"])
+        except docker.errors.APIError as error:
+            raise EngineError(f"the container of {spec.image} failed to run: {_explain(error)}") from error
+        finally:
+            self._client.remove_container(cid, force=True)
+
+    def push(self, reference: str, on_line: Callable[[str], None]) -> None:
+        repository, _, tag = reference.rpartition(":")
+        for chunk in self._client.push(repository, tag=tag, stream=True, decode=True):
+            if "error" in chunk:
+                raise EngineError(f"push of {reference} failed: {chunk['error']}")
+            if chunk.get("status") and chunk.get("id") is None:
+                on_line(str(chunk["status"]))
+
+    def registry_has(self, reference: str) -> bool:
+        import docker.errors
+
+        try:
+            self._client.inspect_distribution(reference)
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as error:
+            if error.response is not None and error.response.status_code in (401, 403, 404):
+                return False
+            raise EngineError(f"cannot ask the registry about {reference}: {_explain(error)}") from error
+        return True
+
+
+def connect(timeout: float = 10.0) -> DockerEngine:
+    """A checked connection to the engine at DOCKER_HOST (default: the local socket)."""
+    try:
+        import docker
+        import docker.errors
+    except ImportError as error:  # pragma: no cover - docker-py is a dependency
+        raise EngineError("docker-py is not installed (pip install docker)") from error
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if host.startswith("unix://") and not os.path.exists(host.removeprefix("unix://")):  # noqa: PTH110
+        raise EngineError(
+            f"no container engine answers at {host}: the socket does not exist. Start dockerd (or podman system "
+            "service) or set DOCKER_HOST."
+        )
+    # Speak MIN_API explicitly: version="auto" asks the engine inside the constructor, which leaks the socket when
+    # nothing answers. Newer engines (and Podman) serve older API versions.
+    client = docker.APIClient(base_url=host if "DOCKER_HOST" in os.environ else None, version=MIN_API, timeout=timeout)
+    try:
+        version = client.version(api_version=False)
+    except docker.errors.DockerException as error:
+        client.close()
+        raise EngineError(
+            f"no container engine answers at {host}: {_explain(error)}. Start dockerd (or podman system service) or "
+            "set DOCKER_HOST."
+        ) from error
+    api = str(version.get("ApiVersion", "0"))
+    if Version(api) < Version(MIN_API):
+        client.close()
+        raise EngineError(f"the engine at {host} speaks API {api}; accelenv needs {MIN_API} or newer (Docker 20.10+)")
+    return DockerEngine(
+        client,
+        EngineInfo(
+            host=host,
+            api_version=api,
+            server_version=str(version.get("Version", "?")),
+            os=str(version.get("Os", "?")),
+            arch=str(version.get("Arch", "?")),
+        ),
+    )
+
+
+def _explain(error: Exception) -> str:
+    text = str(getattr(error, "explanation", None) or error)
+    return " ".join(text.split())[:500]
+
+
+def _build_failure(detail: str) -> str:
+    lowered = detail.lower()
+    if "no space left on device" in lowered:
+        return f"the build ran out of disk space: {detail}. Free space (docker system prune) and build again"
+    if "pull access denied" in lowered or ("not found" in lowered and "manifest" in lowered):
+        return f"the base image is not available: {detail}. Pull it or build it first"
+    return f"the build failed: {detail}"

@@ -1,0 +1,303 @@
+"""Build, verify and run environment images through an `Engine`.
+
+build: content-addressed (an image whose content tag exists is not built again), tagged only after success (a
+failed or interrupted build leaves no tag), progress streamed with elapsed time, a log per image, a summary.
+verify: the image's labels against the matrix, `accelenv check` inside it, and its installed distributions
+against the lock. run: a command in the image with the working tree mounted and the family's devices wired in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from accelenv.build.context import BuildError, BuildPlan, assemble
+from accelenv.build.engine import EngineError, RunSpec
+from accelenv.check.verdict import Finding, Status
+from accelenv.plan.lock import glibc_of, input_digest
+from accelenv.plan.render import LABEL_PREFIX, env_hash
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from accelenv.build.engine import Engine
+    from accelenv.host.root import Root
+    from accelenv.matrix import Environment, Matrix
+
+_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildResult:
+    env: str
+    status: str  # built, skipped, failed, planned (dry run)
+    content_tag: str
+    human_tag: str
+    image_id: str | None = None
+    size: int | None = None
+    seconds: float = 0.0
+    log: str | None = None
+    reason: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def build_images(
+    engine: Engine,
+    plans: list[BuildPlan],
+    *,
+    source: Path,
+    logs: Path,
+    nocache: bool,
+    dry_run: bool,
+    push: str | None,
+    out: TextIO,
+    assemble_context: Callable[[BuildPlan, Path], None] | None = None,
+) -> list[BuildResult]:
+    """Build every plan in order; one failure does not stop the others."""
+    assemble_context = assemble_context or (lambda plan, ctx: assemble(plan, ctx, source=source))
+    results = []
+    for plan in plans:
+        remote = f"{push.rstrip('/')}/{plan.content_tag}" if push else None
+        existing = engine.image(plan.content_tag)
+        if existing is not None and not nocache and (remote is None or engine.registry_has(remote)):
+            engine.tag(existing.id, plan.human_tag)
+            out.write(f"{plan.env}: up to date ({plan.content_tag})\n")
+            results.append(
+                BuildResult(
+                    env=plan.env,
+                    status="skipped",
+                    content_tag=plan.content_tag,
+                    human_tag=plan.human_tag,
+                    image_id=existing.id,
+                    size=existing.size,
+                    reason="an image with this content already exists",
+                )
+            )
+            continue
+        if dry_run:
+            out.write(f"{plan.env}: would build {plan.content_tag} (also {plan.human_tag}) on {plan.base_image}\n")
+            results.append(
+                BuildResult(env=plan.env, status="planned", content_tag=plan.content_tag, human_tag=plan.human_tag)
+            )
+            continue
+        results.append(_build_one(engine, plan, logs=logs, nocache=nocache, remote=remote, out=out, ctx=assemble_context))
+    return results
+
+
+def _build_one(
+    engine: Engine,
+    plan: BuildPlan,
+    *,
+    logs: Path,
+    nocache: bool,
+    remote: str | None,
+    out: TextIO,
+    ctx: Callable[[BuildPlan, Path], None],
+) -> BuildResult:
+    start = time.monotonic()
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"{plan.env}.log"
+    lines: list[str] = []
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        step = _STEP.match(line)
+        if step:
+            out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] step {step[1]}/{step[2]} {step[3][:90]}\n")
+            out.flush()
+
+    def failed(reason: str) -> BuildResult:
+        log_path.write_text("\n".join([*lines, f"FAILED: {reason}"]) + "\n", encoding="utf-8")
+        out.write(f"{plan.env}: FAILED after {time.monotonic() - start:.1f}s: {reason} (log: {log_path})\n")
+        return BuildResult(
+            env=plan.env,
+            status="failed",
+            content_tag=plan.content_tag,
+            human_tag=plan.human_tag,
+            seconds=time.monotonic() - start,
+            log=str(log_path),
+            reason=reason,
+        )
+
+    out.write(f"{plan.env}: building {plan.content_tag} on {plan.base_image}\n")
+    with tempfile.TemporaryDirectory(prefix=f"accelenv-{plan.env}-") as folder:
+        context = Path(folder) / "context"
+        try:
+            ctx(plan, context)
+            out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] context ready (wheels checked on the host)\n")
+            image_id = engine.build(str(context), tag=None, nocache=nocache, on_line=on_line)
+        except EngineError as error:
+            return failed(str(error))
+        except KeyboardInterrupt:
+            failed("interrupted")
+            raise
+        except (BuildError, OSError) as error:  # context assembly: pip and the file system
+            return failed(str(error))
+    engine.tag(image_id, plan.content_tag)
+    engine.tag(image_id, plan.human_tag)
+    if remote:
+        engine.tag(image_id, remote)
+        engine.push(remote, on_line)
+    info = engine.image(plan.content_tag)
+    log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    seconds = time.monotonic() - start
+    size = info.size if info else None
+    out.write(f"{plan.env}: built {plan.human_tag} in {seconds:.1f}s, {_size(size)} (log: {log_path})\n")
+    return BuildResult(
+        env=plan.env,
+        status="built",
+        content_tag=plan.content_tag,
+        human_tag=plan.human_tag,
+        image_id=image_id,
+        size=size,
+        seconds=seconds,
+        log=str(log_path),
+    )
+
+
+def _size(size: int | None) -> str:
+    return f"{size / 2**20:.0f} MiB" if size is not None else "size unknown"
+
+
+def summary(results: list[BuildResult]) -> str:
+    counts = {s: sum(1 for r in results if r.status == s) for s in ("built", "skipped", "failed", "planned")}
+    total = sum(r.size or 0 for r in results)
+    return (
+        f"{counts['built']} built, {counts['skipped']} up to date, {counts['failed']} failed"
+        + (f", {counts['planned']} planned" if counts["planned"] else "")
+        + f"; {total / 2**20:.0f} MiB in all"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- verify
+
+
+def verify_image(engine: Engine, matrix: Matrix, env: Environment, reference: str, lock: str) -> list[Finding]:
+    """The image against the matrix: labels, `accelenv check` inside it, and its distributions against the lock."""
+    info = engine.image(reference)
+    if info is None:
+        return [
+            Finding(
+                id="image.present",
+                status=Status.FAIL,
+                expected=reference,
+                found="no such image",
+                message=f"{reference} is not built",
+                fix=f"accelenv build {env.id}",
+            )
+        ]
+    findings = [_label(info.labels, "env-hash", f"sha256:{env_hash(matrix, env)}", "resolved environment")]
+    findings.append(_label(info.labels, "lock-input", f"sha256:{input_digest(env, glibc_of(matrix, env))}", "lock"))
+    findings.append(_inside_check(engine, env, reference))
+    findings.append(_distributions(engine, env, reference, lock))
+    return findings
+
+
+def _label(labels: dict[str, str], name: str, expected: str, what: str) -> Finding:
+    found = labels.get(f"{LABEL_PREFIX}.{name}", "(none)")
+    ok = found == expected
+    return Finding(
+        id=f"image.{name}",
+        status=Status.PASS if ok else Status.FAIL,
+        expected=expected,
+        found=found,
+        message=f"built from the {what} the matrix declares now" if ok else f"built from another {what} than the matrix's",
+        fix="" if ok else "rebuild: accelenv build",
+    )
+
+
+def _capture(engine: Engine, reference: str, command: list[str]) -> tuple[int, str]:
+    lines: list[str] = []
+    code = engine.run(RunSpec(image=reference, command=command), lines.append)
+    return code, "\n".join(lines)
+
+
+def _inside_check(engine: Engine, env: Environment, reference: str) -> Finding:
+    code, output = _capture(engine, reference, ["accelenv", "check", env.id, "--json", "--allow-missing-hardware"])
+    try:
+        verdict = json.loads(output[output.index("{") :])
+    except (ValueError, json.JSONDecodeError):
+        return Finding(
+            id="image.check",
+            status=Status.FAIL,
+            expected="accelenv check runs inside the image",
+            found=f"exit {code}: {output[-300:]}",
+            message="accelenv check did not run inside the image",
+            fix="rebuild the image; look at its build log",
+        )
+    failing = [c["id"] for c in verdict.get("checks", []) if c.get("status") == "fail"]
+    return Finding(
+        id="image.check",
+        status=Status.FAIL if failing else Status.PASS,
+        expected="no failing check (missing hardware allowed)",
+        found=f"verdict {verdict.get('verdict')}" + (f": {', '.join(failing)}" if failing else ""),
+        message="accelenv check passes inside the image" if not failing else "accelenv check fails inside the image",
+        fix="" if not failing else "rebuild the image from the current lock",
+    )
+
+
+def _distributions(engine: Engine, env: Environment, reference: str, lock: str) -> Finding:
+    script = "import json; from accelenv.host.probes.python import installed_distributions as d; print(json.dumps(d()))"
+    code, output = _capture(engine, reference, ["python", "-c", script])
+    try:
+        installed: dict[str, list[str]] = json.loads(output[output.index("{") :])
+    except (ValueError, KeyError, json.JSONDecodeError):
+        return Finding(
+            id="image.distributions",
+            status=Status.FAIL,
+            expected="accelenv inspect runs inside the image",
+            found=f"exit {code}: {output[-300:]}",
+            message="the image's distributions could not be read",
+        )
+    differences = []
+    for name, version in locked_pins(lock):
+        have = installed.get(name, [])
+        if have != [version]:
+            differences.append(f"{name} {', '.join(have) or 'missing'} (lock: {version})")
+    return Finding(
+        id="image.distributions",
+        status=Status.FAIL if differences else Status.PASS,
+        expected="every locked distribution, once, at its locked version",
+        found="; ".join(differences) or f"{len(locked_pins(lock))} distributions as locked",
+        message="installed distributions match the lock" if not differences else "the image differs from the lock",
+        fix="" if not differences else "rebuild: accelenv build",
+    )
+
+
+def locked_pins(lock: str) -> list[tuple[str, str]]:
+    """(normalised name, version) of every pin in a lock file (lines with a marker included)."""
+    pins = []
+    for line in lock.splitlines():
+        if line.startswith((" ", "#", "-")) or "==" not in line:
+            continue
+        requirement = line.split(";")[0].split(" \\")[0].strip()
+        name, _, version = requirement.partition("==")
+        pins.append((re.sub(r"[-_.]+", "-", name).lower(), version))
+    return pins
+
+
+# ---------------------------------------------------------------------------------------------------- run
+
+
+def run_spec(matrix: Matrix, env: Environment, image: str, command: list[str], *, root: Root, workdir: Path) -> RunSpec:
+    """The container for `accelenv run`: the working tree at /workspace and the family's devices, as data."""
+    family = matrix.families[env.family]
+    devices = sorted({node for pattern in family.container_devices for node in root.glob(pattern)})
+    return RunSpec(
+        image=image,
+        command=command,
+        environment=dict(family.container_env),
+        volumes={str(workdir): "/workspace"},
+        devices=devices,
+        group_add=list(family.container_groups),
+        gpus=family.container_gpus,
+        runtime=family.container_runtime,
+        workdir="/workspace",
+    )
