@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from accelenv.matrix import Environment, Matrix
 
 
-
 class BuildError(AccelenvError):
     """An image cannot be planned or its context cannot be assembled."""
 

@@ -87,7 +87,9 @@ def build_images(
                 BuildResult(env=plan.env, status="planned", content_tag=plan.content_tag, human_tag=plan.human_tag)
             )
             continue
-        results.append(_build_one(engine, plan, logs=logs, nocache=nocache, remote=remote, out=out, ctx=assemble_context))
+        results.append(
+            _build_one(engine, plan, logs=logs, nocache=nocache, remote=remote, out=out, ctx=assemble_context)
+        )
     return results
 
 
@@ -208,7 +210,9 @@ def _label(labels: dict[str, str], name: str, expected: str, what: str) -> Findi
         status=Status.PASS if ok else Status.FAIL,
         expected=expected,
         found=found,
-        message=f"built from the {what} the matrix declares now" if ok else f"built from another {what} than the matrix's",
+        message=f"built from the {what} the matrix declares now"
+        if ok
+        else f"built from another {what} than the matrix's",
         fix="" if ok else "rebuild: accelenv build",
     )
 
