@@ -254,3 +254,24 @@ def test_run_wires_devices_from_the_matrix(
 
 def test_summary_counts() -> None:
     assert summary([]) == "0 built, 0 up to date, 0 failed; 0 MiB in all"
+
+
+def test_an_interrupted_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
+    class Interrupted(FakeEngine):
+        def build(self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]) -> str:
+            on_line("Step 1/2 : FROM base")
+            raise KeyboardInterrupt
+
+    engine = Interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        build(engine, [plan(matrix)], tmp_path)
+    assert engine.images == {}
+    assert "FAILED: interrupted" in (tmp_path / "logs" / "cpu-py311.log").read_text()
+
+
+def test_disk_full_is_named(matrix: Matrix, tmp_path: Path) -> None:
+    from accelenv.build.engine import _build_failure
+
+    message = _build_failure("write /var/lib/docker/tmp/x: no space left on device")
+    assert message.startswith("the build ran out of disk space")
+    assert "docker system prune" in message
