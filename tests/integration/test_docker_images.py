@@ -168,3 +168,36 @@ def test_engine_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/docker.sock")
     with pytest.raises(EngineError, match=r"no container engine answers at unix://.*docker.sock.*Start dockerd"):
         connect(timeout=1)
+
+
+REGISTRY = os.environ.get("ACCELENV_CI_REGISTRY", "localhost:5000")
+
+
+def test_push_to_a_registry_then_skip(
+    engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import requests
+
+    try:
+        requests.get(f"http://{REGISTRY}/v2/", timeout=5).raise_for_status()
+    except requests.RequestException as error:
+        _unavailable(f"no registry at {REGISTRY}: {error}")
+    matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0")
+    assert accelenv(matrix, "lock", "ci-image") == 0
+    target = f"{REGISTRY}/{repository}"
+    capsys.readouterr()
+    assert accelenv(matrix, "build", "ci-image", "--repository", repository, "--push", target, "--json") == 0
+    first = json.loads(capsys.readouterr().out)["results"][0]
+    content_tag = first["content_tag"].split(":", 1)[1]
+    tags = requests.get(f"http://{REGISTRY}/v2/{target.split('/', 1)[1]}/{repository}/tags/list", timeout=5).json()
+    assert sorted(tags["tags"]) == sorted([content_tag, "ci-image-cpu-py311"])
+    # the registry has the content tag: nothing is built or pushed again
+    assert accelenv(matrix, "build", "ci-image", "--repository", repository, "--push", target, "--json") == 0
+    again = json.loads(capsys.readouterr().out)["results"][0]
+    assert again["status"] == "skipped"
+    assert "pushed" not in again["reason"]
+    from accelenv.build.engine import DockerEngine
+
+    assert isinstance(engine, DockerEngine)
+    for tag in engine.tags(f"{target}/{repository}"):
+        engine.remove(tag)

@@ -156,10 +156,21 @@ def test_push_skips_what_the_registry_has(matrix: Matrix, tmp_path: Path) -> Non
     engine = FakeEngine()
     build(engine, [p], tmp_path, push="registry.example:5000/team")
     assert ("push", f"registry.example:5000/team/{p.content_tag}") in engine.calls
+    assert ("push", f"registry.example:5000/team/{p.human_tag}") in engine.calls
     engine.calls.clear()
     (again,) = build(engine, [p], tmp_path, push="registry.example:5000/team")
     assert again.status == "skipped"  # type: ignore[attr-defined]
     assert not [c for c in engine.calls if c[0] in ("build", "push")]
+
+
+def test_a_local_image_missing_from_the_registry_is_pushed_not_rebuilt(matrix: Matrix, tmp_path: Path) -> None:
+    p = plan(matrix)
+    engine = FakeEngine()
+    build(engine, [p], tmp_path)
+    engine.calls.clear()
+    (result,) = build(engine, [p], tmp_path, push="registry.example:5000/team")
+    assert result.status == "skipped"  # type: ignore[attr-defined]
+    assert [c[0] for c in engine.calls if c[0] in ("build", "push")] == ["push", "push"]
 
 
 def test_content_hash_follows_what_goes_in(matrix: Matrix) -> None:

@@ -64,11 +64,13 @@ def build_images(
     assemble_context = assemble_context or (lambda plan, ctx: assemble(plan, ctx, source=source))
     results = []
     for plan in plans:
-        remote = f"{push.rstrip('/')}/{plan.content_tag}" if push else None
+        remotes = [f"{push.rstrip('/')}/{tag}" for tag in (plan.content_tag, plan.human_tag)] if push else []
         existing = engine.image(plan.content_tag)
-        if existing is not None and not nocache and (remote is None or engine.registry_has(remote)):
+        if existing is not None and not nocache:
             engine.tag(existing.id, plan.human_tag)
-            out.write(f"{plan.env}: up to date ({plan.content_tag})\n")
+            pushed = [] if dry_run else _push(engine, existing.id, remotes, out)
+            note = f"; pushed {', '.join(pushed)}" if pushed else ""
+            out.write(f"{plan.env}: up to date ({plan.content_tag}){note}\n")
             results.append(
                 BuildResult(
                     env=plan.env,
@@ -77,7 +79,7 @@ def build_images(
                     human_tag=plan.human_tag,
                     image_id=existing.id,
                     size=existing.size,
-                    reason="an image with this content already exists",
+                    reason="an image with this content already exists" + note,
                 )
             )
             continue
@@ -88,7 +90,7 @@ def build_images(
             )
             continue
         results.append(
-            _build_one(engine, plan, logs=logs, nocache=nocache, remote=remote, out=out, ctx=assemble_context)
+            _build_one(engine, plan, logs=logs, nocache=nocache, remotes=remotes, out=out, ctx=assemble_context)
         )
     return results
 
@@ -99,7 +101,7 @@ def _build_one(
     *,
     logs: Path,
     nocache: bool,
-    remote: str | None,
+    remotes: list[str],
     out: TextIO,
     ctx: Callable[[BuildPlan, Path], None],
 ) -> BuildResult:
@@ -144,9 +146,10 @@ def _build_one(
             return failed(str(error))
     engine.tag(image_id, plan.content_tag)
     engine.tag(image_id, plan.human_tag)
-    if remote:
-        engine.tag(image_id, remote)
-        engine.push(remote, on_line)
+    try:
+        _push(engine, image_id, remotes, out)
+    except EngineError as error:
+        return failed(str(error))
     info = engine.image(plan.content_tag)
     log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     seconds = time.monotonic() - start
@@ -162,6 +165,17 @@ def _build_one(
         seconds=seconds,
         log=str(log_path),
     )
+
+
+def _push(engine: Engine, image_id: str, remotes: list[str], out: TextIO) -> list[str]:
+    """Push under every remote name the registry does not have yet (the content tag decides)."""
+    if not remotes or engine.registry_has(remotes[0]):
+        return []
+    for remote in remotes:
+        engine.tag(image_id, remote)
+        out.write(f"pushing {remote}\n")
+        engine.push(remote, lambda _line: None)
+    return remotes
 
 
 def _size(size: int | None) -> str:
