@@ -157,7 +157,24 @@ def test_schema_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "up to date" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", ["validate", "list", "show", "schema"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "validate",
+        "list",
+        "show",
+        "inspect",
+        "check",
+        "snapshot",
+        "which",
+        "lock",
+        "render",
+        "build",
+        "verify",
+        "run",
+        "schema",
+    ],
+)
 def test_help_has_examples(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
