@@ -562,6 +562,37 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         return engine.run(spec, echo)
 
 
+# ------------------------------------------------------------------------------------------------- pin
+
+
+def cmd_pin(args: argparse.Namespace, out: TextIO) -> int:
+    import requests
+
+    from accelenv.pin import pin
+
+    matrix = _matrix(args)
+    path = find_matrix(args.matrix)
+    unknown = [r for r in args.runtimes if r not in matrix.runtimes]
+    if unknown:
+        raise UsageError(f"no runtime {', '.join(unknown)}; runtimes are: {', '.join(matrix.runtimes)}")
+    with requests.Session() as session:
+        try:
+            results = pin(matrix, path, session, runtimes=args.runtimes, check=args.check, refresh=args.refresh)
+        except ValueError as error:
+            raise AccelenvError(str(error)) from error
+    if args.json:
+        _dump([r.as_json() for r in results], out)
+    else:
+        for r in results:
+            out.write(f"{r.runtime:<16} {r.os:<12} {r.state:<9} {r.image}: {r.message}\n")
+        counts = {
+            s: sum(1 for r in results if r.state == s) for s in ("pinned", "unchanged", "moved", "unpinned", "error")
+        }
+        out.write(", ".join(f"{n} {s}" for s, n in counts.items()) + "\n")
+    failing = {"error", "moved"} | ({"unpinned"} if args.check else set())
+    return 1 if any(r.state in failing for r in results) else 0
+
+
 # ------------------------------------------------------------------------------------------------- schema
 
 
@@ -764,6 +795,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
     p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
     p.set_defaults(command=[])  # everything after `--` (split off in main: argparse would misread it)
+
+    p = command(
+        "pin",
+        "Pin base images by digest: ask each registry for the digest of the tag and write it into matrix.toml.",
+        "examples:\n  accelenv pin                 # every base image without a digest\n"
+        "  accelenv pin cuda-12-8 --refresh\n  accelenv pin --check         # CI/scheduled: report re-pushed tags\n\n"
+        "exit status: 0 done, 1 a registry error, a moved tag (or, with --check, an unpinned image)",
+        cmd_pin,
+    )
+    p.add_argument("runtimes", nargs="*", metavar="RUNTIME", help="runtimes whose base images to pin (default: all)")
+    p.add_argument("--check", action="store_true", help="write nothing; report unpinned images and moved tags")
+    p.add_argument("--refresh", action="store_true", help="ask again for images that already have a digest")
+    p.add_argument("--json", action="store_true", help="print one result per image as JSON")
 
     p = command(
         "schema",

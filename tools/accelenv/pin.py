@@ -1,0 +1,201 @@
+"""`accelenv pin`: base images by digest, asked of their registries with the OCI distribution API.
+
+For every base image of the matrix that has a tag but no digest (or, with --check, a digest that may have moved),
+ask the registry for the digest of the tag's manifest (the multi-architecture index when there is one), with
+token authentication the way Docker Hub, NGC and others do it. Writing goes through tomlkit, so comments and
+layout stay, and the whole file is validated before it is written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import tomlkit
+
+from accelenv.fileio import write_atomic
+from accelenv.matrix import validate_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from requests import Session
+
+    from accelenv.matrix import Matrix
+
+MANIFEST_TYPES = ", ".join(
+    [
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    ]
+)
+DOCKER_HUB = "registry-1.docker.io"
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageName:
+    registry: str
+    repository: str
+    tag: str
+
+    @property
+    def base_url(self) -> str:
+        loopback = self.registry.split(":")[0] in ("localhost", "127.0.0.1")
+        return f"{'http' if loopback else 'https'}://{self.registry}"
+
+
+def parse_reference(repository: str, tag: str) -> ImageName:
+    """`nvidia/cuda` -> registry-1.docker.io, nvidia/cuda; `python` -> library/python; `host:5000/a/b` -> host."""
+    first, _, rest = repository.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return ImageName(registry=first, repository=rest, tag=tag)
+    return ImageName(registry=DOCKER_HUB, repository=repository if rest else f"library/{repository}", tag=tag)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolved:
+    runtime: str
+    os: str
+    reference: str
+    digest: str | None
+    problem: str | None
+
+
+def resolve_digest(session: Session, image: ImageName, *, timeout: float = 10.0) -> tuple[str | None, str | None]:
+    """(digest, None) or (None, problem). Never raises."""
+    import requests
+
+    url = f"{image.base_url}/v2/{image.repository}/manifests/{image.tag}"
+    headers = {"Accept": MANIFEST_TYPES}
+    try:
+        response = session.request("HEAD", url, headers=headers, timeout=timeout)
+        if response.status_code == 401:
+            token, problem = _token(session, response.headers.get("WWW-Authenticate", ""), image, timeout)
+            if problem:
+                return None, problem
+            headers["Authorization"] = f"Bearer {token}"
+            response = session.request("HEAD", url, headers=headers, timeout=timeout)
+        digest = response.headers.get("Docker-Content-Digest")
+        if response.status_code == 200 and not digest:  # some registries answer HEAD without it
+            response = session.request("GET", url, headers=headers, timeout=timeout)
+            digest = response.headers.get("Docker-Content-Digest") or (
+                "sha256:" + hashlib.sha256(response.content).hexdigest() if response.status_code == 200 else None
+            )
+    except requests.Timeout:
+        return None, f"{image.registry} did not answer within {timeout:g} s"
+    except requests.RequestException as error:
+        return None, f"{image.registry} cannot be reached: {type(error).__name__}"
+    return _outcome(response, digest, image)
+
+
+def _outcome(response: Any, digest: str | None, image: ImageName) -> tuple[str | None, str | None]:
+    status = response.status_code
+    if status == 200 and digest and DIGEST.match(digest):
+        return digest, None
+    if status == 200:
+        return None, f"{image.registry} answered without a sha256 digest ({digest!r})"
+    if status == 404:
+        return None, f"{image.repository}:{image.tag} does not exist on {image.registry} (404)"
+    if status == 429:
+        wait = response.headers.get("Retry-After")
+        return None, f"{image.registry} rate-limits this client (429)" + (f"; retry after {wait} s" if wait else "")
+    if status in (401, 403):
+        return None, f"{image.registry} refused access to {image.repository} ({status}): log in or check the name"
+    return None, f"{image.registry} answered {status}"
+
+
+def _token(session: Session, challenge: str, image: ImageName, timeout: float) -> tuple[str | None, str | None]:
+    """A bearer token for pulling `image`, from the realm the registry's challenge names."""
+    if not challenge.lower().startswith("bearer"):
+        return (
+            None,
+            f"{image.registry} asks for {challenge.split(' ', maxsplit=1)[0] or 'unknown'} authentication, not a token",
+        )
+    params = dict(_CHALLENGE.findall(challenge))
+    realm = params.pop("realm", None)
+    if not realm:
+        return None, f"{image.registry} sent a token challenge without a realm"
+    params.setdefault("scope", f"repository:{image.repository}:pull")
+    response = session.get(realm, params=params, timeout=timeout)
+    if response.status_code != 200:
+        return None, f"the token service of {image.registry} answered {response.status_code}"
+    data = response.json()
+    token = data.get("token") or data.get("access_token")
+    if not token:
+        return None, f"the token service of {image.registry} returned no token"
+    return str(token), None
+
+
+# ---------------------------------------------------------------------------------------------------- plan
+
+
+def targets(matrix: Matrix, runtimes: list[str] | None) -> list[tuple[str, str, ImageName, str | None]]:
+    """(runtime id, OS label, image, digest in the matrix) for every base image in scope."""
+    found = []
+    for runtime in matrix.runtimes.values():
+        if runtimes and runtime.id not in runtimes:
+            continue
+        for os_label, image in runtime.base_images.items():
+            found.append((runtime.id, os_label, parse_reference(image.repository, image.tag), image.digest))
+    return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinResult:
+    runtime: str
+    os: str
+    image: str
+    state: str  # pinned, unchanged, moved, unpinned, error
+    digest: str | None
+    previous: str | None
+    message: str
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def pin(
+    matrix: Matrix, path: Path, session: Session, *, runtimes: list[str] | None, check: bool, refresh: bool
+) -> list[PinResult]:
+    """Pin (or with `check`, compare) every base image in scope; write the matrix once, validated, atomically."""
+    results = []
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    for runtime_id, os_label, image, current in targets(matrix, runtimes):
+        name = f"{image.registry}/{image.repository}:{image.tag}"
+        if current and not check and not refresh:
+            results.append(PinResult(runtime=runtime_id, os=os_label, image=name, state="unchanged",
+                                     digest=current, previous=current, message="already pinned"))  # fmt: skip
+            continue
+        digest, problem = resolve_digest(session, image)
+        if digest is None:
+            results.append(PinResult(runtime=runtime_id, os=os_label, image=name, state="error", digest=None,
+                                     previous=current, message=problem or "no digest"))  # fmt: skip
+            continue
+        if check:
+            state = "unpinned" if current is None else ("unchanged" if current == digest else "moved")
+            message = {
+                "unpinned": f"not pinned; the tag points at {digest}",
+                "unchanged": "the tag still points at the pinned digest",
+                "moved": f"the tag was re-pushed: it now points at {digest}",
+            }[state]
+            results.append(PinResult(runtime=runtime_id, os=os_label, image=name, state=state, digest=digest,
+                                     previous=current, message=message))  # fmt: skip
+            continue
+        document["runtimes"][runtime_id]["base_images"][os_label]["digest"] = digest
+        state = "unchanged" if current == digest else "pinned"
+        results.append(PinResult(runtime=runtime_id, os=os_label, image=name, state=state, digest=digest,
+                                 previous=current, message="pinned by digest"))  # fmt: skip
+    if not check and any(r.state == "pinned" for r in results):
+        text = tomlkit.dumps(document)
+        validation = validate_text(text, source=str(path))
+        errors = [p.render(str(path)) for p in validation.problems if p.is_error]
+        if errors:  # never write a matrix that would not validate
+            raise ValueError("the pinned matrix would not validate: " + "; ".join(errors[:3]))
+        write_atomic(path, text)
+    return results
