@@ -12,7 +12,6 @@ from accelenv.build.context import (
     BuildError,
     BuildPlan,
     build_order,
-    human_tag,
     pip_platforms,
     plan_build,
     source_hash,
@@ -22,6 +21,7 @@ from accelenv.build.engine import EngineError, EngineInfo, ImageInfo, RunSpec
 from accelenv.build.images import build_images, locked_pins, run_spec, summary
 from accelenv.host.root import Root
 from accelenv.matrix import Matrix, load_matrix, validate_text
+from accelenv.plan.render import human_tag
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -511,7 +511,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _image_ref(args: argparse.Namespace, matrix: Matrix, env_id: str) -> str:
-    from accelenv.build.context import human_tag
+    from accelenv.plan.render import human_tag
 
     return args.image or human_tag(args.repository, matrix, matrix.envs[env_id])
 
@@ -591,6 +591,20 @@ def cmd_pin(args: argparse.Namespace, out: TextIO) -> int:
         out.write(", ".join(f"{n} {s}" for s, n in counts.items()) + "\n")
     failing = {"error", "moved"} | ({"unpinned"} if args.check else set())
     return 1 if any(r.state in failing for r in results) else 0
+
+
+# ------------------------------------------------------------------------------------------------- ci
+
+
+def cmd_ci(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.matrix.model import CiTier
+    from accelenv.plan.ci import buildkite, github, jobs
+
+    matrix = _matrix(args)
+    previous = load_matrix(Path(args.base_matrix), use_cache=False) if args.base_matrix else None
+    rows = jobs(matrix, tier=CiTier(args.tier), changed=args.changed, previous=previous)
+    out.write(github(rows) if args.format == "github" else buildkite(rows))
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------- schema
@@ -808,6 +822,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="write nothing; report unpinned images and moved tags")
     p.add_argument("--refresh", action="store_true", help="ask again for images that already have a digest")
     p.add_argument("--json", action="store_true", help="print one result per image as JSON")
+
+    p = command(
+        "ci",
+        "Fan CI out: one job per environment, as GitHub Actions matrix JSON or a Buildkite pipeline.",
+        "examples:\n  accelenv ci --format github --tier pr\n"
+        "  accelenv ci --format github --changed $(git diff --name-only origin/main) --base-matrix old.toml\n"
+        "  accelenv ci --format buildkite --tier nightly | buildkite-agent pipeline upload\n\n"
+        "Tiers nest: nightly includes the pr environments, release includes all. With --changed, only the\n"
+        "environments the files affect; --base-matrix (matrix.toml as it was) narrows a matrix change to the\n"
+        "environments whose resolved form changed.",
+        cmd_ci,
+    )
+    p.add_argument("--format", choices=("github", "buildkite"), default="github")
+    p.add_argument("--tier", choices=("pr", "nightly", "release"), default="pr")
+    p.add_argument("--changed", nargs="*", metavar="FILE", help="changed files (repository-relative)")
+    p.add_argument(
+        "--base-matrix", metavar="PATH", help="the matrix before the change (e.g. git show main:matrix.toml)"
+    )
 
     p = command(
         "schema",

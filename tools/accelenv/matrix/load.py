@@ -257,6 +257,9 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
             container_groups=tuple(v.get("container_groups", ())),
             container_gpus=bool(v.get("container_gpus", False)),
             container_runtime=v.get("container_runtime"),
+            ci_runner=tuple(v.get("ci_runner", ("ubuntu-latest",))),
+            ci_queue=v.get("ci_queue"),
+            ci_tier=CiTier(v.get("ci_tier", "pr")),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)
@@ -343,6 +346,8 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         ),
         tests=tuple(v["tests"]),
         ci_tier=CiTier(v["ci_tier"]),
+        ci_runner=tuple(v.get("ci_runner", ())),
+        ci_queue=v.get("ci_queue"),
         sources=tuple(v.get("sources", ())),
     )
 

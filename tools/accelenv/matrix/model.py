@@ -92,6 +92,9 @@ class Family:
     container_groups: tuple[str, ...]
     container_gpus: bool
     container_runtime: str | None
+    ci_runner: tuple[str, ...]
+    ci_queue: str | None
+    ci_tier: CiTier
     sources: tuple[str, ...]
 
 
@@ -192,6 +195,8 @@ class Environment:
     requirements: Requirements
     tests: tuple[str, ...]
     ci_tier: CiTier
+    ci_runner: tuple[str, ...]
+    ci_queue: str | None
     sources: tuple[str, ...]
 
 

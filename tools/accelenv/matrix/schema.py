@@ -149,6 +149,17 @@ def _family() -> Json:
             "container_runtime": _string(
                 "The OCI runtime the family's containers need (Gaudi: habana).", TOOL, "a runtime name"
             ),
+            "ci_runner": _list(
+                "GitHub Actions runs-on labels of the runners with this family's devices.",
+                {"type": "string", "pattern": TOOL, "x-hint": "a runner label such as self-hosted"},
+                min_items=1,
+            ),
+            "ci_queue": _string("Buildkite agent queue of the family's machines.", TOOL, "a queue name"),
+            "ci_tier": {
+                "type": "string",
+                "enum": ["pr", "nightly", "release"],
+                "description": "The earliest CI tier of the family's environments (an env may ask for a later one).",
+            },
             "wheel_tag_format": _string(
                 "How a runtime's version becomes its wheel tag, e.g. cu{major}{minor} -> cu128.",
                 WHEEL_TAG_FORMAT,
@@ -339,6 +350,12 @@ def _env() -> Json:
                 "enum": ["pr", "nightly", "release"],
                 "description": "Which CI runs it: every pull request, nightly, or only before a release.",
             },
+            "ci_runner": _list(
+                "runs-on labels for this environment alone (default: its family's), e.g. a SKU's runners.",
+                {"type": "string", "pattern": TOOL, "x-hint": "a runner label"},
+                min_items=1,
+            ),
+            "ci_queue": _string("Buildkite queue for this environment alone (default: its family's).", TOOL, "a queue"),
             "sources": _sources(),
         },
         required=("family", "runtime", "description", "os", "python", "platforms", "requirements", "tests", "ci_tier"),

@@ -55,6 +55,16 @@ class RenderPlan:
     stale: list[str]  # generated files of environments that no longer exist
 
 
+def human_tag(repository: str, matrix: Matrix, env: Environment) -> str:
+    """`<repository>:<env>[-<wheel tag>]-py<python>`: what users asked Ray to put in tags."""
+    runtime = matrix.runtimes[env.runtime]
+    parts = [env.id]
+    if runtime.wheel_tag and runtime.wheel_tag not in env.id:
+        parts.append(runtime.wheel_tag.replace(".", ""))
+    parts.append("py" + env.python.replace(".", ""))
+    return f"{repository}:{'-'.join(parts)}"
+
+
 def env_json(matrix: Matrix, env: Environment) -> str:
     data = {"generated_by": GENERATED_BY, **resolve(matrix, env)}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
