@@ -58,6 +58,13 @@ def validate(session: nox.Session) -> None:
     session.run("accelenv", "lock", "--check")
 
 
+@nox.session(python=PYTHON, default=False)
+def outdated(session: nox.Session) -> None:
+    """Newer upstream releases of the matrix's pins and runtimes (for a scheduled CI job; not run by default)."""
+    session.install("-e", ".")
+    session.run("accelenv", "outdated", "--format", "github", *session.posargs)
+
+
 def _register(name: str, env_id: str, python: str, description: str) -> None:
     def body(session: nox.Session) -> None:
         run_environment(session, MATRIX, env_id, REPO)

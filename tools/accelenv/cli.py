@@ -607,6 +607,45 @@ def cmd_ci(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------------- add
+
+
+def cmd_add(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.edit import add_entry, diff
+
+    path = find_matrix(args.matrix)
+    old = path.read_text(encoding="utf-8")
+    new = add_entry(old, args.kind, args.id, args.assignments, args.template)
+    if args.dry_run:
+        out.write(diff(old, new, path.name))
+        return 0
+    write_atomic(path, new)
+    out.write(f"{path}: added {args.kind} {args.id}; run `accelenv render` (and `accelenv lock` for an env)\n")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------- outdated
+
+
+def cmd_outdated(args: argparse.Namespace, out: TextIO) -> int:
+    import requests
+
+    from accelenv.outdated import as_json, check_matrix, render_github, render_table
+
+    matrix = _matrix(args)
+    with requests.Session() as session:
+        findings, problems = check_matrix(
+            matrix, session, envs=[args.env] if args.env else None, prereleases=args.prereleases
+        )
+    if args.json:
+        out.write(as_json(findings, problems))
+    elif args.format == "github":
+        out.write(render_github(findings))
+    else:
+        out.write(render_table(findings, problems))
+    return 1 if problems else 0
+
+
 # ------------------------------------------------------------------------------------------------- schema
 
 
@@ -842,6 +881,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = command(
+        "add",
+        "Add a SKU, runtime or environment (or family, os, source) to matrix.toml, validated, layout kept.",
+        "examples:\n"
+        "  accelenv add sku h100-pcie-94gb --from h100-nvl name='\"NVIDIA H100 NVL 94GB\"' memory_mib=95830\n"
+        "  accelenv add sku mi300a family=amd name='\"AMD Instinct MI300A\"' arch=gfx942 \\\n"
+        "      product_names='[\"*MI300A*\"]' pci_device_ids='[\"0x74a0\"]' sources='[\"rocm-gpu-specs\"]'\n"
+        "  accelenv add env gpu-nvidia-cu129-py311 --from gpu-nvidia-cu129 python='\"3.11\"' --dry-run\n\n"
+        "Values are TOML (a bare word is a string); dotted keys reach nested tables (driver.min=...).\n"
+        "Nothing is written when the new matrix would not validate.",
+        cmd_add,
+    )
+    p.add_argument("kind", choices=("sku", "runtime", "env", "family", "os", "source"))
+    p.add_argument("id", metavar="ID")
+    p.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--from", dest="template", metavar="ID", help="start from a copy of this entry")
+    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+
+    p = command(
+        "outdated",
+        "Report newer upstream releases of the pinned packages (PyPI JSON API, PEP 691 indexes) and of runtimes.",
+        "examples:\n  accelenv outdated\n  accelenv outdated --env tpu-jax-0-8 --json\n"
+        "  accelenv outdated --format github > findings.md   # one issue-ready section per finding\n\n"
+        "exit status: 0 the indexes answered (findings or not), 1 some index could not be asked",
+        cmd_outdated,
+    )
+    p.add_argument("--env", metavar="ENV", help="only this environment")
+    p.add_argument("--prereleases", action="store_true", help="also report pre-releases")
+    p.add_argument("--format", choices=("table", "github"), default="table")
+    p.add_argument("--json", action="store_true", help="findings and problems as JSON")
+
+    p = command(
         "schema",
         "Print a JSON Schema (matrix.toml, inspect --json, check --json), or write/check the schema/ files.",
         "examples:\n  accelenv schema > matrix.schema.json\n  accelenv schema check.schema.json\n"
@@ -865,7 +935,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         cut = words.index("--")
         words, trailing = words[:cut], words[cut + 1 :]
     try:
-        args = parser.parse_args(words)
+        args, extra = parser.parse_known_args(words)
+        if extra:  # KEY=VALUE after an option (`add env X --from Y key=value`): argparse leaves them over
+            if getattr(args, "func", None) is cmd_add and all("=" in e and not e.startswith("-") for e in extra):
+                args.assignments = [*args.assignments, *extra]
+            else:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if trailing is not None:
             if not hasattr(args, "command") or args.func is not cmd_run:
                 parser.error("`--` only goes with `accelenv run ENV -- COMMAND`")

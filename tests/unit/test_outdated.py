@@ -1,0 +1,384 @@
+"""`accelenv outdated`: the choice of a newer release, the index page parsers, the report, and the whole check over
+the shipped matrix with a hand-written fake session (real PyPI answers captured under tests/integration/data)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+import requests
+
+from accelenv.errors import UsageError
+from accelenv.matrix import Matrix, load_matrix
+from accelenv.outdated import (
+    Finding,
+    Problem,
+    UnusableAnswer,
+    check_matrix,
+    newest,
+    parse_pypi_json,
+    parse_simple_html,
+    parse_simple_json,
+    render_github,
+    render_table,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "integration" / "data"
+
+
+def captured(name: str) -> str:
+    """A trimmed real answer of https://pypi.org/pypi/<name>/json (see its `_source` key)."""
+    return (DATA / f"pypi-{name}.json").read_text(encoding="utf-8")
+
+
+# ---- newest -----------------------------------------------------------------------------------------------------
+
+JAX_REQUIRES = {"0.10.2": ">=3.11", "0.11.0": ">=3.12", "0.12.0": ">=3.12"}
+
+NEWEST_CASES = [
+    # (versions, current, python, requires_python, allow_prereleases, expected)
+    (["2.58.0", "2.60.0", "2.59.0"], "2.58.0", "3.12", {}, False, "2.60.0"),
+    (["2.58.0", "2.60.0"], "2.60.0", "3.12", {}, False, None),
+    (["2.57.0"], "2.60.0", "3.12", {}, False, None),
+    (["2.60.0", "2.61.0rc1"], "2.58.0", "3.12", {}, False, "2.60.0"),
+    (["2.60.0", "2.61.0rc1"], "2.58.0", "3.12", {}, True, "2.61.0rc1"),
+    (["2.60.0", "2.61.0.dev0"], "2.58.0", "3.12", {}, False, "2.60.0"),
+    (["2.61.0rc1", "2.61.0rc2"], "2.61.0rc1", "3.12", {}, False, "2.61.0rc2"),  # a prerelease pin follows them
+    (["2.60.0", "not a version", "2.61"], "2.58.0", "3.12", {}, False, "2.61"),
+    (["2.60.0.post1", "2.60.0"], "2.60.0", "3.12", {}, False, "2.60.0.post1"),
+    (["0.10.2", "0.11.0", "0.12.0"], "0.8.3", "3.11", JAX_REQUIRES, False, "0.10.2"),
+    (["0.10.2", "0.11.0", "0.12.0"], "0.8.3", "3.12", JAX_REQUIRES, False, "0.12.0"),
+    (["0.10.2", "0.11.0"], "0.8.3", "3.11", {"0.11.0": "not a specifier"}, False, "0.11.0"),  # ignored, as pip does
+    (["0.10.2", "0.11.0"], "0.8.3", "3.11", {"0.11.0": None}, False, "0.11.0"),
+    (["2.10.0+cu128", "2.10.0+cpu", "2.11.0"], "2.9.1+cu128", "3.12", {}, False, "2.10.0+cu128"),
+    (["2.10.0+cu126", "2.11.0+cpu"], "2.9.1+cu128", "3.12", {}, False, None),
+    (["2.10.0+cpu", "2.10.0"], "2.9.1", "3.12", {}, False, "2.10.0"),  # no label pins stay unlabelled
+    (["2.9.1+cu130"], "2.9.1+cu128", "3.12", {}, False, None),
+]
+
+
+@pytest.mark.parametrize("case", NEWEST_CASES, ids=lambda case: f"{case[1]}->{case[5]}")
+def test_newest(case: tuple[list[str], str, str, dict[str, str | None], bool, str | None]) -> None:
+    versions, current, python, requires, pre, expected = case
+    result = newest(versions, current=current, python=python, requires_python=requires, allow_prereleases=pre)
+    assert result == expected
+
+
+def test_a_yanked_release_is_never_newest() -> None:
+    releases = parse_pypi_json(json.loads(captured("jax")), index="https://pypi.org/simple")
+    assert "0.4.32" not in releases.versions  # every file of jax 0.4.32 is yanked on PyPI
+    assert "0.8.3" in releases.versions
+    older = newest(
+        list(releases.versions),
+        current="0.4.31",
+        python="3.11",
+        requires_python=dict(releases.requires_python),
+        allow_prereleases=False,
+    )
+    assert older == "0.10.2"
+
+
+# ---- index pages ------------------------------------------------------------------------------------------------
+
+
+def test_pypi_json_takes_the_first_requires_python_and_skips_wholly_yanked_releases() -> None:
+    data = {
+        "info": {"name": "demo", "version": "1.2"},
+        "releases": {
+            "1.0": [{"filename": "demo-1.0.tar.gz", "requires_python": "", "yanked": False}],
+            "1.1": [
+                {"filename": "demo-1.1-py3-none-any.whl", "requires_python": None, "yanked": True},
+                {"filename": "demo-1.1.tar.gz", "requires_python": ">=3.9", "yanked": False},
+            ],
+            "1.2": [{"filename": "demo-1.2.tar.gz", "requires_python": ">=3.12", "yanked": True}],
+            "1.3": [],
+        },
+    }
+    releases = parse_pypi_json(data, index="https://pypi.org/simple")
+    assert releases.versions == ("1.0", "1.1", "1.3")
+    assert dict(releases.requires_python) == {"1.0": None, "1.1": ">=3.9", "1.3": None}
+
+
+@pytest.mark.parametrize("data", [[], {"info": {}}, {"releases": []}])
+def test_pypi_json_without_releases_is_unusable(data: object) -> None:
+    with pytest.raises(UnusableAnswer, match=r"^the JSON has no 'releases' object$"):
+        parse_pypi_json(data, index="https://pypi.org/simple")
+
+
+SIMPLE_JSON = {
+    "meta": {"api-version": "1.1"},
+    "name": "torch",
+    "versions": ["2.9.1+cu128", "2.10.0+cu128", "2.11.0+cu128"],
+    "files": [
+        {"filename": "torch-2.9.1+cu128-cp312-cp312-manylinux_2_28_x86_64.whl", "requires-python": ">=3.10"},
+        {"filename": "torch-2.10.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl", "requires-python": ">=3.10"},
+        {"filename": "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl", "yanked": "broken build"},
+        {"filename": "torchvision-0.30.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl"},
+    ],
+}
+
+
+def test_pep691_json_uses_the_versions_key_and_skips_yanked_files() -> None:
+    releases = parse_simple_json(SIMPLE_JSON, project="torch", index="https://download.pytorch.org/whl/cu128")
+    assert releases.versions == ("2.9.1+cu128", "2.10.0+cu128")
+    assert dict(releases.requires_python) == {"2.9.1+cu128": ">=3.10", "2.10.0+cu128": ">=3.10"}
+
+
+def test_pep691_json_without_versions_reads_the_file_names() -> None:
+    data = {
+        "meta": {"api-version": "1.0"},
+        "files": [
+            {"filename": "Neuronx_CC-2.26.6360.0-cp312-cp312-linux_x86_64.whl", "requires-python": ">=3.9"},
+            {"filename": "neuronx-cc-2.27.1.0.tar.gz", "requires-python": ""},
+            {"filename": "neuronx_cc-2.27.1.0-cp312-cp312-linux_x86_64.whl", "requires-python": ">=3.10"},
+            {"filename": "README.txt"},
+        ],
+    }
+    releases = parse_simple_json(data, project="neuronx-cc", index="https://pip.repos.neuron.amazonaws.com")
+    assert releases.versions == ("2.26.6360.0", "2.27.1.0")
+    assert dict(releases.requires_python) == {"2.26.6360.0": ">=3.9", "2.27.1.0": ">=3.10"}
+
+
+def test_pep691_json_without_files_is_unusable() -> None:
+    with pytest.raises(UnusableAnswer, match=r"^the JSON has no 'files' list \(not a PEP 691 project page\)$"):
+        parse_simple_json({"projects": []}, project="torch", index="https://example.org/simple")
+
+
+SIMPLE_HTML = """<!DOCTYPE html>
+<html><body><h1>Links for torch</h1>
+<a href="/whl/cu128/torch-2.9.1%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ab"
+   data-requires-python="&gt;=3.10">torch-2.9.1+cu128-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+<a href="/whl/cu128/torch-2.10.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=cd"
+   data-requires-python="&gt;=3.12">torch-2.10.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+<a href="/whl/cu128/torch-2.11.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ef"
+   data-yanked="">torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+</body></html>
+"""
+
+
+def test_pep503_html_reads_anchors_unescapes_requires_python_and_skips_yanked() -> None:
+    releases = parse_simple_html(SIMPLE_HTML, project="torch", index="https://download.pytorch.org/whl/cu128")
+    assert releases.versions == ("2.9.1+cu128", "2.10.0+cu128")
+    assert dict(releases.requires_python) == {"2.9.1+cu128": ">=3.10", "2.10.0+cu128": ">=3.12"}
+    latest = newest(
+        list(releases.versions),
+        current="2.9.1+cu128",
+        python="3.11",
+        requires_python=dict(releases.requires_python),
+        allow_prereleases=False,
+    )
+    assert latest is None  # 2.10.0+cu128 needs Python 3.12
+
+
+# ---- the report -------------------------------------------------------------------------------------------------
+
+RAY = Finding(
+    kind="package",
+    env="cpu-py311",
+    name="ray",
+    current="2.58.0",
+    latest="2.60.0",
+    index="https://pypi.org/simple",
+    note="newest for Python 3.11",
+)
+LIBTPU = Finding(
+    kind="runtime",
+    env="libtpu-0-0-32",
+    name="libtpu",
+    current="0.0.32",
+    latest="0.0.52",
+    index="https://pypi.org/simple",
+)
+
+
+def test_render_github_is_one_issue_ready_section_per_finding() -> None:
+    assert render_github([RAY, LIBTPU]) == (
+        "### ray 2.60.0 is out (environment `cpu-py311` pins 2.58.0)\n"
+        "\n"
+        "| current | latest | index |\n"
+        "| --- | --- | --- |\n"
+        "| `2.58.0` | `2.60.0` | https://pypi.org/simple |\n"
+        "\n"
+        "Change `envs.cpu-py311.requirements.packages` in `matrix.toml`: `ray==2.58.0` → `ray==2.60.0`.\n"
+        "\n"
+        "Note: newest for Python 3.11.\n"
+        "\n"
+        "### libtpu 0.0.52 is out (runtime `libtpu-0-0-32` pins 0.0.32)\n"
+        "\n"
+        "| current | latest | index |\n"
+        "| --- | --- | --- |\n"
+        "| `0.0.32` | `0.0.52` | https://pypi.org/simple |\n"
+        "\n"
+        "Change `runtimes.libtpu-0-0-32.version` in `matrix.toml`: `0.0.32` → `0.0.52`.\n"
+    )
+    assert render_github([]) == "No newer releases found.\n"
+
+
+def test_finding_json_names_the_key_to_change() -> None:
+    jax = dataclasses.replace(LIBTPU, name="jax", current="0.8.3", latest="0.12.0.1")
+    assert jax.as_json()["key"] == "runtimes.libtpu-0-0-32.components.jax"
+    assert RAY.as_json() == {
+        "kind": "package",
+        "env": "cpu-py311",
+        "name": "ray",
+        "current": "2.58.0",
+        "latest": "2.60.0",
+        "index": "https://pypi.org/simple",
+        "key": "envs.cpu-py311.requirements.packages",
+        "note": "newest for Python 3.11",
+    }
+
+
+def test_render_table_lines_up_findings_and_lists_problems() -> None:
+    problem = Problem(env="cpu-py311", name="pytest", index="https://pypi.org/simple", message="GET x failed: boom")
+    text = render_table([RAY, LIBTPU], [problem])
+    assert text.splitlines()[:3] == [
+        "KIND     ENV            NAME    CURRENT  LATEST  INDEX",
+        "package  cpu-py311      ray     2.58.0   2.60.0  https://pypi.org/simple",
+        "runtime  libtpu-0-0-32  libtpu  0.0.32   0.0.52  https://pypi.org/simple",
+    ]
+    assert "1 could not be checked:\n  cpu-py311: pytest: GET x failed: boom\n" in text
+    assert text.endswith("runtimes not checked (no machine-readable release source): nvidia, amd, gaudi, neuron\n")
+    assert render_table([], []).startswith("every pinned package and TPU runtime checked is current\n")
+
+
+# ---- the whole check, with a fake session -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeResponse:
+    status_code: int
+    text: str = ""
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def json(self) -> object:
+        return json.loads(self.text)
+
+
+@dataclasses.dataclass
+class FakeSession:
+    """Answers by URL; an exception in `answers` is raised; any other URL is a 404."""
+
+    answers: dict[str, FakeResponse | Exception]
+    calls: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    def get(self, url: str, *, headers: Mapping[str, str], timeout: float) -> FakeResponse:
+        assert timeout > 0
+        self.calls.append((url, headers["Accept"]))
+        answer = self.answers.get(url, FakeResponse(404, "Not Found"))
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+CU128 = "https://download.pytorch.org/whl/cu128"
+PYPI = "https://pypi.org/simple"
+JSON_TYPE = {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+RATE_LIMITED = "GET https://pypi.org/pypi/ray/json was rate limited (HTTP 429); the index asks to retry after 30 s"
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix(REPO / "matrix.toml")
+
+
+def fake_indexes() -> FakeSession:
+    return FakeSession(
+        {
+            f"{CU128}/torch/": FakeResponse(200, json.dumps(SIMPLE_JSON), JSON_TYPE),
+            f"{CU128}/ray/": FakeResponse(403, "AccessDenied"),  # what download.pytorch.org says for "not here"
+            "https://pypi.org/pypi/ray/json": FakeResponse(429, "Too Many Requests", {"Retry-After": "30"}),
+            "https://pypi.org/pypi/pytest/json": requests.ConnectionError("Connection refused"),
+            "https://pypi.org/pypi/jax/json": FakeResponse(200, captured("jax")),
+            "https://pypi.org/pypi/libtpu/json": FakeResponse(200, captured("libtpu")),
+        }
+    )
+
+
+def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(matrix: Matrix) -> None:
+    session = fake_indexes()
+    findings, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128", "tpu-jax-0-8"])
+    assert [(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings] == [
+        ("package", "gpu-nvidia-cu128", "torch", "2.9.1+cu128", "2.10.0+cu128", CU128),
+        ("package", "tpu-jax-0-8", "jax", "0.8.3", "0.12.0.1", PYPI),
+        ("package", "tpu-jax-0-8", "libtpu", "0.0.32", "0.0.52", PYPI),
+        ("runtime", "libtpu-0-0-32", "libtpu", "0.0.32", "0.0.52", PYPI),
+        ("runtime", "libtpu-0-0-32", "jax", "0.8.3", "0.12.0.1", PYPI),
+    ]
+    assert findings[0].note == "newest for Python 3.12 among +cu128 builds"
+    assert problems == [
+        Problem(
+            env="gpu-nvidia-cu128",
+            name="ray",
+            index=PYPI,
+            message=RATE_LIMITED,
+        ),
+        Problem(
+            env="gpu-nvidia-cu128",
+            name="pytest",
+            index=PYPI,
+            message="GET https://pypi.org/pypi/pytest/json failed: Connection refused",
+        ),
+        Problem(env="tpu-jax-0-8", name="jaxlib", index=PYPI, message=f"no index has jaxlib (asked {PYPI})"),
+        Problem(
+            env="tpu-jax-0-8",
+            name="ray",
+            index=PYPI,
+            message=RATE_LIMITED,
+        ),
+        Problem(
+            env="tpu-jax-0-8",
+            name="pytest",
+            index=PYPI,
+            message="GET https://pypi.org/pypi/pytest/json failed: Connection refused",
+        ),
+    ]
+    urls = [url for url, _ in session.calls]
+    assert len(urls) == len(set(urls)), "each (index, project) is asked once"
+    assert urls[:3] == [f"{CU128}/torch/", f"{CU128}/ray/", "https://pypi.org/pypi/ray/json"]
+    assert dict(session.calls)[f"{CU128}/torch/"].startswith("application/vnd.pypi.simple.v1+json")
+
+
+def test_the_first_index_that_fails_answers_for_the_package(matrix: Matrix) -> None:
+    session = FakeSession({f"{CU128}/torch/": requests.Timeout("read timed out")})
+    _, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])
+    assert problems[0] == Problem(
+        env="gpu-nvidia-cu128", name="torch", index=CU128, message=f"GET {CU128}/torch/ failed: read timed out"
+    )
+    assert "https://pypi.org/pypi/torch/json" not in dict(session.calls)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (FakeResponse(200, "{not json"), "GET https://pypi.org/pypi/ray/json answered something unreadable: "),
+        (FakeResponse(200, "[]"), "GET https://pypi.org/pypi/ray/json answered something unreadable: the JSON has no"),
+        (FakeResponse(503, "busy"), "GET https://pypi.org/pypi/ray/json answered HTTP 503"),
+        (FakeResponse(429, "slow down"), "GET https://pypi.org/pypi/ray/json was rate limited (HTTP 429)"),
+    ],
+)
+def test_unreadable_answers_become_problems(matrix: Matrix, answer: FakeResponse, message: str) -> None:
+    session = FakeSession({"https://pypi.org/pypi/ray/json": answer})
+    _, problems = check_matrix(matrix, session, envs=["cpu-py311"])
+    assert problems[0].name == "ray"
+    assert problems[0].message.startswith(message)
+
+
+def test_prereleases_are_reported_only_when_asked(matrix: Matrix) -> None:
+    ray: dict[str, object] = {"releases": {"2.60.0": [], "2.61.0rc0": []}}
+    session = FakeSession({"https://pypi.org/pypi/ray/json": FakeResponse(200, json.dumps(ray))})
+    assert check_matrix(matrix, session, envs=["cpu-py311"])[0] == []
+    findings, _ = check_matrix(matrix, session, envs=["cpu-py311"], prereleases=True)
+    assert [(f.name, f.latest) for f in findings] == [("ray", "2.61.0rc0")]
+
+
+def test_an_unknown_env_is_a_usage_error(matrix: Matrix) -> None:
+    with pytest.raises(UsageError, match=r"^no environment cpu-py312 in .*matrix.toml \(did you mean cpu-py311\?\)$"):
+        check_matrix(matrix, FakeSession({}), envs=["cpu-py312"])
