@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 import requests
@@ -245,7 +245,7 @@ def test_render_table_lines_up_findings_and_lists_problems() -> None:
         "runtime  libtpu-0-0-32  libtpu  0.0.32   0.0.52  https://pypi.org/simple",
     ]
     assert "1 could not be checked:\n  cpu-py311: pytest: GET x failed: boom\n" in text
-    assert text.endswith("runtimes not checked (no machine-readable release source): nvidia, amd, gaudi, neuron\n")
+    assert text.endswith("runtimes not checked (no machine-readable release source): amd, gaudi, neuron\n")
     assert render_table([], []).startswith("every pinned package and TPU runtime checked is current\n")
 
 
@@ -382,3 +382,45 @@ def test_prereleases_are_reported_only_when_asked(matrix: Matrix) -> None:
 def test_an_unknown_env_is_a_usage_error(matrix: Matrix) -> None:
     with pytest.raises(UsageError, match=r"^no environment cpu-py312 in .*matrix.toml \(did you mean cpu-py311\?\)$"):
         check_matrix(matrix, FakeSession({}), envs=["cpu-py312"])
+
+
+class _CudaSession:
+    """PyPI's JSON API for NVIDIA's runtime wheels (versions as listed on 2026-11-29, trimmed)."""
+
+    VERSIONS: ClassVar[dict[str, list[str]]] = {
+        "nvidia-cuda-runtime-cu12": ["12.6.77", "12.8.90", "12.9.79"],
+        "nvidia-cuda-runtime": ["13.0.96", "13.5.37", "13.6.0rc1"],
+    }
+
+    def get(self, url: str, **kwargs: object) -> object:
+        name = url.rstrip("/").split("/")[-2]
+        versions = self.VERSIONS.get(name)
+
+        class Answer:
+            status_code = 200 if versions else 404
+            headers: ClassVar[dict[str, str]] = {"Content-Type": "application/json"}
+            text = ""
+
+            def json(self) -> object:
+                def files(version: str) -> list[dict[str, object]]:
+                    wheel = f"{name}-{version}-py3-none-manylinux_2_28_x86_64.whl"
+                    return [{"filename": wheel, "requires_python": ">=3", "yanked": False}]
+
+                releases = {v: files(v) for v in versions or []}
+                return {"info": {"name": name, "version": (versions or ["0"])[-1]}, "releases": releases}
+
+        return Answer()
+
+
+def test_newer_cuda_releases_come_from_the_runtime_wheels() -> None:
+    from pathlib import Path
+
+    from accelenv.matrix import load_matrix
+    from accelenv.outdated import check_matrix
+
+    matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
+    session = _CudaSession()
+    findings, _ = check_matrix(matrix, session, envs=["gpu-nvidia-cu130"], pypi_url="http://pypi.invalid")  # type: ignore[arg-type]
+    cuda = [f for f in findings if f.name.startswith("CUDA")]
+    assert [(f.env, f.current, f.latest) for f in cuda] == [("cuda-13-0", "13.0", "13.5")]
+    assert cuda[0].key == "runtimes (a new entry beside runtimes.cuda-13-0)"

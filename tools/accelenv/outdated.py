@@ -45,9 +45,9 @@ _FORBIDDEN_MEANS_MISSING = frozenset({"download.pytorch.org"})
 
 NO_MACHINE_READABLE_SOURCE: Mapping[str, str] = MappingProxyType(
     {
-        "nvidia": "CUDA releases and their driver floors are published as HTML release notes (docs.nvidia.com); "
-        "checking them would need a machine-readable list of toolkit releases, such as NVIDIA's redist manifests "
-        "(developer.download.nvidia.com/compute/cuda/redist/redistrib_<version>.json), which accelenv does not read.",
+        "nvidia": "CUDA releases are read from NVIDIA's runtime wheels on PyPI (nvidia-cuda-runtime-cu12 for 12.x, "
+        "nvidia-cuda-runtime for 13.x and later): new minor releases are reported, but driver floors, cuDNN and "
+        "NCCL versions still come from the HTML release notes, which accelenv does not read.",
         "amd": "ROCm releases are git tags and an apt repository (repo.radeon.com); checking them would need the "
         "GitHub releases API or the repository's directory listing, which accelenv does not read.",
         "gaudi": "Intel Gaudi software releases are an HTML support matrix (docs.habana.ai) and image tags on "
@@ -128,6 +128,8 @@ class Finding:
             return f"envs.{self.env}.requirements.packages"
         if self.name == "libtpu":
             return f"runtimes.{self.env}.version"
+        if self.name.startswith("CUDA "):
+            return "runtimes (a new entry beside runtimes." + self.env + ")"
         return f"runtimes.{self.env}.components.{self.name}"
 
     def as_json(self) -> dict[str, str]:
@@ -369,13 +371,75 @@ def check_matrix(
     client = IndexClient(session, pypi_url=pypi_url)
     findings: list[Finding] = []
     problems: list[Problem] = []
-    for pin in _pins(matrix, _choose(matrix, envs)):
+    chosen = _choose(matrix, envs)
+    for pin in _pins(matrix, chosen):
         outcome = _check(pin, client, prereleases)
         if isinstance(outcome, Finding):
             findings.append(outcome)
         elif isinstance(outcome, Problem):
             problems.append(outcome)
+    for result in _cuda_releases(matrix, chosen, client):
+        if isinstance(result, Finding):
+            findings.append(result)
+        else:
+            problems.append(result)
     return findings, problems
+
+
+# CUDA's runtime library ships on PyPI per major release; its version's major.minor is the CUDA release.
+CUDA_RUNTIME_WHEELS = {12: "nvidia-cuda-runtime-cu12", 13: "nvidia-cuda-runtime"}
+
+
+def _cuda_releases(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
+    """A newer CUDA minor release (same major) than the newest CUDA runtime of the matrix, per major release, and a
+    newer major release than any in the matrix, from NVIDIA's runtime wheels on PyPI."""
+    used = {e.runtime for e in chosen}
+    runtimes = [r for r in matrix.runtimes.values() if r.family == "nvidia" and r.version is not None and r.id in used]
+    if not runtimes:
+        return []
+    out: list[Finding | Problem] = []
+    newest_in_matrix = max(r.version for r in runtimes if r.version is not None)
+    majors = sorted({r.version.major for r in runtimes if r.version is not None})
+    for major in [*majors, newest_in_matrix.major + 1]:
+        if major < 12:
+            continue  # no runtime wheels of their own before CUDA 12
+        name = CUDA_RUNTIME_WHEELS.get(major, CUDA_RUNTIME_WHEELS[13])  # 13 and later share one name
+        answer = client.releases(PYPI_SIMPLE, name)
+        if answer is None:
+            continue
+        if isinstance(answer, _Failure):
+            out.append(Problem(env="nvidia", name=name, index=PYPI_SIMPLE, message=answer.message))
+            continue
+        releases = [Version(v) for v in answer.versions if _is_final(v) and Version(v).major == major]
+        if not releases:
+            continue
+        top = max(releases)
+        in_matrix = [r for r in runtimes if r.version is not None and r.version.major == major]
+        have = max((r.version for r in in_matrix if r.version is not None), default=None)
+        if have is None or (top.major, top.minor) > (have.major, have.minor):
+            owner = max(in_matrix, key=lambda r: r.version or Version("0")).id if in_matrix else runtimes[0].id
+            current = f"{have.major}.{have.minor}" if have is not None else f"none of CUDA {major}.x"
+            out.append(
+                Finding(
+                    kind="runtime",
+                    env=owner,
+                    name=f"CUDA {major}.x",
+                    current=current,
+                    latest=f"{top.major}.{top.minor}",
+                    index=PYPI_SIMPLE,
+                    note=f"{name} {top} is on PyPI: a new CUDA release means a new [runtimes.*] entry "
+                    "(its driver floor from the release notes)",
+                )
+            )
+    return out
+
+
+def _is_final(version: str) -> bool:
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return False
+    return not (parsed.is_prerelease or parsed.is_devrelease)
 
 
 def _choose(matrix: Matrix, envs: Collection[str] | None) -> list[Environment]:
@@ -509,7 +573,8 @@ def render_table(findings: Iterable[Finding], problems: Iterable[Problem]) -> st
     if problems:
         lines += ["", f"{len(problems)} could not be checked:"]
         lines += [f"  {p.env}: {p.name}: {p.message}" for p in problems]
-    lines += ["", f"runtimes not checked (no machine-readable release source): {', '.join(NO_MACHINE_READABLE_SOURCE)}"]
+    unchecked = [family for family in NO_MACHINE_READABLE_SOURCE if family != "nvidia"]
+    lines += ["", f"runtimes not checked (no machine-readable release source): {', '.join(unchecked)}"]
     return "\n".join(lines) + "\n"
 
 
