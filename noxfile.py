@@ -56,6 +56,7 @@ def validate(session: nox.Session) -> None:
     session.run("accelenv", "schema", "--check")
     session.run("accelenv", "render", "--check")
     session.run("accelenv", "lock", "--check")
+    session.run("accelenv", "report", "--format", "md", "-o", "docs/compatibility.md", "--check")
 
 
 @nox.session(python=PYTHON, default=False)

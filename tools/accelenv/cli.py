@@ -646,6 +646,35 @@ def cmd_outdated(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if problems else 0
 
 
+# ------------------------------------------------------------------------------------------------- report
+
+
+def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.plan.report import html_page, markdown
+
+    matrix = _matrix(args)
+    text = markdown(matrix) if args.format == "md" else html_page(matrix)
+    if not args.output:
+        if args.check:
+            raise UsageError("--check needs -o PATH: the committed file to compare with")
+        out.write(text)
+        return 0
+    target = Path(args.output)
+    current = target.read_text(encoding="utf-8") if target.is_file() else None
+    if args.check:
+        if current == text:
+            out.write(f"{target}: up to date\n")
+            return 0
+        out.write(f"{target}: out of date; run `accelenv report --format {args.format} -o {target}`\n")
+        return 1
+    if current != text:
+        write_atomic(target, text)
+        out.write(f"{target}: written\n")
+    else:
+        out.write(f"{target}: unchanged\n")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------- schema
 
 
@@ -910,6 +939,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prereleases", action="store_true", help="also report pre-releases")
     p.add_argument("--format", choices=("table", "github"), default="table")
     p.add_argument("--json", action="store_true", help="findings and problems as JSON")
+
+    p = command(
+        "report",
+        "The compatibility report: families, runtimes, environments, and which environments run on each SKU.",
+        "examples:\n  accelenv report --format md -o docs/compatibility.md\n"
+        "  accelenv report --format html -o compatibility.html   # self-contained: pick a SKU, see why\n"
+        "  accelenv report --format md -o docs/compatibility.md --check   # CI: exit 1 when it drifted",
+        cmd_report,
+    )
+    p.add_argument("--format", choices=("md", "html"), default="md")
+    p.add_argument("-o", "--output", metavar="PATH", help="write here (default: standard output)")
+    p.add_argument("--check", action="store_true", help="with -o: write nothing; exit 1 if the file is out of date")
 
     p = command(
         "schema",
