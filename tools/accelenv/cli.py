@@ -307,6 +307,8 @@ _MARK = {Status.PASS: "ok  ", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.S
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     matrix = _matrix(args)
     env = get_env(matrix, args.env)
+    if args.ray is not None:
+        return _check_ray(args, matrix, env.id, out)
     report = _host_report(args, matrix, [env.family] if matrix.families[env.family].pci_vendor_ids else [])
     findings = check(matrix, env, report, host_only=args.host_only)
     if args.allow_missing_hardware:
@@ -334,6 +336,40 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             f"{counts['fail']} failed, {counts['skip']} skipped)\n"
         )
     return 1 if result["verdict"] == "fail" else 0
+
+
+def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextIO) -> int:
+    from accelenv.cluster.ray import check_cluster, summary
+
+    matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
+    family = matrix.envs[env_id].family
+    address = None if args.ray == "auto" else args.ray
+    results = check_cluster(matrix_text, env_id, family, address=address, timeout=args.ray_timeout)
+    cluster = summary(results)
+    if args.jsonl:
+        write_atomic(Path(args.jsonl), "".join(json.dumps(r.as_json(), sort_keys=True) + "\n" for r in results))
+    if args.json:
+        _dump({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
+    else:
+        rows = [
+            [
+                r.node_id[:12],
+                r.address,
+                r.verdict,
+                str(r.devices),
+                f"{r.ray_count:g}" if r.ray_count is not None else "-",
+                r.driver or "-",
+                ", ".join(r.failing + r.problems)[:100] or "-",
+            ]
+            for r in results
+        ]
+        _table(rows, ["NODE", "ADDRESS", "VERDICT", "DEVICES", "RAY", "DRIVER", "FAILING"], out)
+        out.write(
+            f"{cluster['conforming']} of {cluster['nodes']} nodes conform to {env_id}; "
+            f"{len(cluster['unreachable'])} unreachable; "
+            f"{len(cluster['differ_from_majority'])} differ from the majority\n"
+        )
+    return 0 if cluster["conforming"] == cluster["nodes"] else 1
 
 
 def cmd_which(args: argparse.Namespace, out: TextIO) -> int:
@@ -784,6 +820,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env", metavar="ENV", help="environment id, or a family session name for its default")
     host_options(p, snapshot=True)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON (schema/check.schema.json)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="check every alive node of a Ray cluster (ADDRESS, $RAY_ADDRESS, or auto)",
+    )
+    p.add_argument(
+        "--ray-timeout", type=float, default=120.0, metavar="S", help="per cluster check (default %(default)gs)"
+    )
+    p.add_argument("--jsonl", metavar="FILE", help="with --ray: one JSON line per node, for CI artefacts")
     p.add_argument(
         "--host-only",
         action="store_true",

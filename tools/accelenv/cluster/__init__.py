@@ -1,0 +1,1 @@
+"""Cluster-wide checks (Ray)."""
