@@ -55,14 +55,12 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
     from accelenv.host.discover import discover
     from accelenv.host.root import Root
     from accelenv.host.run import ToolRunner
-    from accelenv.matrix import validate_text
+    from accelenv.matrix.load import model_from_text
 
     if delay:
         time.sleep(delay)
     start = time.monotonic()
-    matrix = validate_text(matrix_text).matrix
-    if matrix is None:
-        raise RuntimeError("the matrix sent to the node does not parse")
+    matrix = model_from_text(matrix_text)  # the driver validated it before sending it
     env = matrix.envs[env_id]
     families = [env.family] if matrix.families[env.family].pci_vendor_ids else []
     report = discover(matrix, root=Root.from_option(root), runner=ToolRunner(), environ=os.environ, families=families)

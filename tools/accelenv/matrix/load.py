@@ -152,6 +152,20 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     return validation.matrix
 
 
+def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
+    """The model of a matrix text someone already validated (the cluster driver sends its matrix to the nodes):
+    parse and build only, no schema, no rules."""
+    try:
+        document = tomllib.loads(text)
+        matrix, problems = _build(document, set(), source)
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
+        problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
+        raise MatrixInvalidError(source, (problem,)) from error
+    if problems:
+        raise MatrixInvalidError(source, tuple(problems))
+    return matrix
+
+
 def read_matrix(path: Path) -> Matrix:
     """The model without schema and rules: for listing (nox -l) where jsonschema may not be installed. A matrix
     that does not even parse or build raises `MatrixInvalidError`; use `load_matrix` to trust the content."""

@@ -1,0 +1,302 @@
+"""Interconnect topology: how GPUs reach each other and the network, and what the host offers for RDMA.
+
+Three sources, each read separately:
+
+- `nvidia-smi topo -m`: the GPU/NIC matrix -> `parse_nvidia_topo` (pure; raises `ParseError` and nothing else).
+- sysfs under a `Root`: InfiniBand/RoCE/EFA devices (`/sys/class/infiniband`) and the GPUDirect RDMA peer-memory
+  module (`/sys/module/nvidia_peermem`) -> `infiniband_devices`, `efa_devices`, `peermem_loaded`.
+- the TPU runtime's environment -> `tpu_topology`.
+
+The sysfs readers and `tpu_topology` never raise: what is missing or unreadable is absent from the result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, get_args
+
+from accelenv.host.facts import ParseError
+from accelenv.host.probes._text import excerpt
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from accelenv.host.root import Root
+
+WHAT = "nvidia-smi topo -m"
+
+# How two devices reach each other, nearest first. `NV` is a bonded set of NVLinks (printed NV1 .. NV18); SOC is
+# what drivers before NODE existed printed for SYS.
+LinkKind = Literal["NV", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]
+_PCIE_KINDS: dict[str, LinkKind] = {kind: kind for kind in get_args(LinkKind) if kind != "NV"}
+
+# Matrix columns after the devices, in the order nvidia-smi prints them (older drivers stop after the first one).
+AFFINITY_COLUMNS: tuple[str, ...] = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # some drivers underline the header row
+_HEADER_TOKEN = re.compile("|".join(AFFINITY_COLUMNS) + r"|\S+")
+_GPU_LABEL = re.compile(r"GPU\d+")
+_NIC_LABEL = re.compile(r"NIC\d+")
+_NVLINK = re.compile(r"NV(\d{1,3})")
+_NIC_LEGEND = re.compile(r"\s*(NIC\d+):\s*(\S+)\s*")
+_LEGEND = re.compile(r"\s*(?:NIC\s+)?Legend:", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """One cell of the matrix: the path between two devices."""
+
+    kind: LinkKind
+    nvlinks: int = 0  # the number of bonded NVLinks when kind is NV, else 0
+
+    @property
+    def label(self) -> str:
+        """The cell as nvidia-smi prints it: NV18, PIX, SYS ..."""
+        return f"NV{self.nvlinks}" if self.kind == "NV" else self.kind
+
+
+@dataclass(frozen=True, kw_only=True)
+class Nic:
+    name: str  # the matrix label: NIC0; drivers before the NIC legend label the column with the device (mlx5_0)
+    device: str | None  # the RDMA device (mlx5_0, mlx5_bond_0), None when the legend does not name it
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuTopology:
+    """What `nvidia-smi topo -m` says. Affinity values are kept as printed (`0-47,96-143`); `N/A` is None."""
+
+    gpus: tuple[str, ...]  # GPU0, GPU1 ... in matrix order
+    nics: tuple[Nic, ...]
+    links: Mapping[tuple[str, str], Link]  # every ordered pair of distinct GPUs: (row, column) -> the cell
+    nic_links: Mapping[tuple[str, str], Link]  # (GPU, NIC name) -> the cell in the GPU's row
+    cpu_affinity: Mapping[str, str | None]
+    numa_affinity: Mapping[str, str | None]
+    gpu_numa_id: Mapping[str, str | None]
+
+    def link(self, a: str, b: str) -> Link | None:
+        return self.links.get((a, b))
+
+
+def all_pairs_nvlink(topology: GpuTopology) -> bool:
+    """Every pair of GPUs is joined by NVLink (directly or through NVSwitch). False with fewer than two GPUs: there is
+    no NVLink to rely on."""
+    return len(topology.gpus) >= 2 and all(link.kind == "NV" for link in topology.links.values())
+
+
+def min_nvlinks(topology: GpuTopology) -> int:
+    """The fewest bonded NVLinks between any two GPUs: 0 when a pair has none or there is no pair."""
+    return min((link.nvlinks for link in topology.links.values()), default=0)
+
+
+def parse_nvidia_topo(text: str) -> GpuTopology:
+    """Read `nvidia-smi topo -m` (tab- or space-separated; lines before the matrix and the legends after it are
+    skipped, the NIC legend names each NICn). Every device column needs its row, every cell a known link, and the
+    diagonal X, so output cut short is refused rather than read as a smaller machine."""
+    lines = _ANSI.sub("", text).splitlines()
+    start = next((i for i, line in enumerate(lines) if _is_header(line)), None)
+    if start is None:
+        raise ParseError(f"{WHAT}: expected a matrix header naming GPU0, found {excerpt(text)}")
+    header = _HEADER_TOKEN.findall(lines[start])
+    devices = [token for token in header if token not in AFFINITY_COLUMNS]
+    extras = [token for token in header if token in AFFINITY_COLUMNS]
+    if header != devices + extras:
+        raise ParseError(f"{WHAT}: affinity columns must follow the device columns, found {excerpt(lines[start])}")
+    if len(set(devices)) != len(devices):
+        raise ParseError(f"{WHAT}: a device column is named twice in the header {excerpt(lines[start])}")
+
+    rows, end = _rows(lines, start, devices)
+    missing = [device for device in devices if device not in rows]
+    if missing:
+        raise ParseError(f"{WHAT}: no matrix row for {', '.join(missing)} (output cut short?)")
+
+    cells: dict[tuple[str, str], Link] = {}
+    values: dict[str, dict[str, str | None]] = {column: {} for column in AFFINITY_COLUMNS}
+    for row in devices:
+        tokens = rows[row]
+        if not len(devices) <= len(tokens) <= len(devices) + len(extras):
+            raise ParseError(
+                f"{WHAT}: row {row} has {len(tokens)} values for {len(devices)} device columns"
+                f"{f' and {len(extras)} affinity columns' if extras else ''}: {excerpt(' '.join(tokens))}"
+            )
+        for column, cell in zip(devices, tokens, strict=False):
+            link = _cell(row, column, cell)
+            if link is not None:
+                cells[(row, column)] = link
+        for column, value in zip(extras, tokens[len(devices) :], strict=False):
+            values[column][row] = None if value == "N/A" else value
+
+    gpus = tuple(device for device in devices if _GPU_LABEL.fullmatch(device))
+    legend = {match[1]: match[2] for line in lines[end:] if (match := _NIC_LEGEND.fullmatch(line))}
+    nics = tuple(
+        Nic(name=name, device=legend.get(name, None if _NIC_LABEL.fullmatch(name) else name))
+        for name in devices
+        if name not in gpus
+    )
+    return GpuTopology(
+        gpus=gpus,
+        nics=nics,
+        links={(a, b): cells[(a, b)] for a in gpus for b in gpus if a != b},
+        nic_links={(gpu, nic.name): cells[(gpu, nic.name)] for gpu in gpus for nic in nics},
+        cpu_affinity={gpu: values["CPU Affinity"].get(gpu) for gpu in gpus},
+        numa_affinity={gpu: values["NUMA Affinity"].get(gpu) for gpu in gpus},
+        gpu_numa_id={gpu: values["GPU NUMA ID"].get(gpu) for gpu in gpus},
+    )
+
+
+def _is_header(line: str) -> bool:
+    """The header starts with GPU0 and, unlike GPU0's own row, has no X in it."""
+    tokens = line.split()
+    return bool(tokens) and tokens[0] == "GPU0" and "X" not in tokens
+
+
+def _rows(lines: Sequence[str], start: int, devices: Sequence[str]) -> tuple[dict[str, list[str]], int]:
+    """The matrix rows after the header, by label, and the index of the first line after the matrix."""
+    rows: dict[str, list[str]] = {}
+    index = start + 1
+    while index < len(lines):
+        line = lines[index]
+        tokens = line.split()
+        if not tokens:
+            if rows:
+                break
+        elif _LEGEND.match(line):
+            break
+        elif tokens[0] not in devices:
+            raise ParseError(f"{WHAT}: line {index + 1}: expected a matrix row, found {excerpt(line)}")
+        elif tokens[0] in rows:
+            raise ParseError(f"{WHAT}: line {index + 1}: a second row for {tokens[0]}")
+        else:
+            rows[tokens[0]] = tokens[1:]
+        index += 1
+    return rows, index
+
+
+def _cell(row: str, column: str, cell: str) -> Link | None:
+    """One matrix cell: None on the diagonal (which must read X), else the link."""
+    if row == column:
+        if cell != "X":
+            raise ParseError(f"{WHAT}: row {row}, column {column}: expected X on the diagonal, found {excerpt(cell)}")
+        return None
+    kind = _PCIE_KINDS.get(cell)
+    if kind is not None:
+        return Link(kind=kind)
+    nvlink = _NVLINK.fullmatch(cell)
+    if nvlink is not None and int(nvlink[1]) > 0:
+        return Link(kind="NV", nvlinks=int(nvlink[1]))
+    raise ParseError(
+        f"{WHAT}: row {row}, column {column}: expected NV#, PIX, PXB, PHB, NODE or SYS, found {excerpt(cell)}"
+    )
+
+
+# ---- RDMA devices and peer memory (sysfs) ----------------------------------------------------------------------
+
+INFINIBAND_CLASS = "/sys/class/infiniband"
+EFA_DRIVER = "efa"
+EFA_NAME_PREFIXES: tuple[str, ...] = ("rdmap", "efa_")
+# nvidia_peermem ships with the driver since 470; nv_peer_mem is the older Mellanox module that does the same job.
+PEERMEM_MODULES: tuple[str, ...] = ("nvidia_peermem", "nv_peer_mem")
+
+_RATE_GBPS = re.compile(r"(\d{1,6}(?:\.\d{1,3})?)\s*Gb/sec")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IbPort:
+    number: int
+    state: str | None  # ACTIVE, DOWN, INIT, ARMED: the name in `4: ACTIVE`
+    rate: str | None  # as sysfs has it: "400 Gb/sec (4X NDR)"
+    link_layer: str | None  # InfiniBand, Ethernet (RoCE), Unspecified (EFA)
+
+    @property
+    def active(self) -> bool:
+        return self.state == "ACTIVE"
+
+    @property
+    def rate_gbps(self) -> float | None:
+        match = _RATE_GBPS.match(self.rate or "")
+        return float(match[1]) if match else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IbDevice:
+    """One RDMA device under /sys/class/infiniband: a ConnectX HCA (mlx5_0), a RoCE bond, or an AWS EFA adapter."""
+
+    name: str
+    ports: tuple[IbPort, ...]
+    driver: str | None  # the PCI driver bound to it (mlx5_core, efa), when sysfs links it
+    is_efa: bool
+
+    @property
+    def active(self) -> bool:
+        return any(port.active for port in self.ports)
+
+
+def infiniband_devices(root: Root) -> tuple[IbDevice, ...]:
+    """Every device under /sys/class/infiniband, by name, with its ports in number order."""
+    return tuple(_ib_device(root, name) for name in root.listdir(INFINIBAND_CLASS))
+
+
+def efa_devices(root: Root) -> tuple[IbDevice, ...]:
+    """The AWS Elastic Fabric Adapters among the RDMA devices."""
+    return tuple(device for device in infiniband_devices(root) if device.is_efa)
+
+
+def peermem_loaded(root: Root) -> bool:
+    """A GPUDirect RDMA peer-memory module is loaded (it shows under /sys/module)."""
+    return any(root.exists(f"/sys/module/{module}") for module in PEERMEM_MODULES)
+
+
+def _ib_device(root: Root, name: str) -> IbDevice:
+    base = f"{INFINIBAND_CLASS}/{name}"
+    numbers = sorted(int(entry) for entry in root.listdir(f"{base}/ports") if entry.isdigit() and len(entry) < 6)
+    ports = tuple(
+        IbPort(
+            number=number,
+            state=_port_state(root.read_value(f"{base}/ports/{number}/state")),
+            rate=root.read_value(f"{base}/ports/{number}/rate"),
+            link_layer=root.read_value(f"{base}/ports/{number}/link_layer"),
+        )
+        for number in numbers
+    )
+    driver = root.link_name(f"{base}/device/driver")
+    is_efa = name.startswith(EFA_NAME_PREFIXES) or driver == EFA_DRIVER
+    return IbDevice(name=name, ports=ports, driver=driver, is_efa=is_efa)
+
+
+def _port_state(value: str | None) -> str | None:
+    """`4: ACTIVE` -> ACTIVE (a bare name is kept as it is)."""
+    if value is None:
+        return None
+    return value.rpartition(":")[2].strip() or None
+
+
+# ---- TPU slice shape (environment) -----------------------------------------------------------------------------
+
+_TPU_TOPOLOGY = re.compile(r"\d{1,4}(?:x\d{1,4}){1,3}")
+_TPU_BOUNDS = re.compile(r"\d{1,4}(?:,\d{1,4}){1,3}")
+
+
+def tpu_topology(environ: Mapping[str, str]) -> str | None:
+    """The TPU slice shape such as `2x2x1`: TPU_TOPOLOGY when it reads as one, else TPU_CHIPS_PER_HOST_BOUNDS
+    (`2,2,1`) times TPU_HOST_BOUNDS per axis when both are set and agree in rank, else the chips-per-host bounds
+    alone (a single host). None when nothing usable is set."""
+    topology = environ.get("TPU_TOPOLOGY", "").strip().lower()
+    if _TPU_TOPOLOGY.fullmatch(topology) and all(int(axis) > 0 for axis in topology.split("x")):
+        return topology
+    chips = _bounds(environ.get("TPU_CHIPS_PER_HOST_BOUNDS"))
+    if chips is None:
+        return None
+    hosts = _bounds(environ.get("TPU_HOST_BOUNDS"))
+    if hosts is not None:
+        if len(hosts) != len(chips):
+            return None
+        chips = tuple(c * h for c, h in zip(chips, hosts, strict=True))
+    return "x".join(str(axis) for axis in chips)
+
+
+def _bounds(value: str | None) -> tuple[int, ...] | None:
+    text = (value or "").strip()
+    if not _TPU_BOUNDS.fullmatch(text):
+        return None
+    axes = tuple(int(axis) for axis in text.split(","))
+    return axes if all(axis > 0 for axis in axes) else None
