@@ -12,7 +12,7 @@ FAMILY = "cpu"
 def test_ray_runs_tasks_on_cpu() -> None:
     ray = pytest.importorskip("ray")
     cpus = min(2, os.cpu_count() or 1)
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     try:
 
         def square(x: int) -> int:

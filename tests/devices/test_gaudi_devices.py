@@ -23,7 +23,7 @@ def test_ray_reports_hpus(expected: Expected) -> None:
     ray = pytest.importorskip("ray")
     hthpu = pytest.importorskip("habana_frameworks.torch.hpu")
     need_devices(expected, hthpu.device_count())
-    ray.init(include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
         assert ray.cluster_resources().get("HPU") == expected.device_count
     finally:

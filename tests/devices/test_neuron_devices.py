@@ -23,7 +23,7 @@ def test_ray_reports_neuron_cores(expected: Expected) -> None:
     ray = pytest.importorskip("ray")
     pytest.importorskip("torch_neuronx")
     need_devices(expected, expected.device_count)
-    ray.init(include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
         assert ray.cluster_resources().get("neuron_cores", 0) >= expected.device_count
     finally:

@@ -51,7 +51,7 @@ def test_ray_reports_the_gpus(expected: Expected) -> None:
     ray = pytest.importorskip("ray")
     torch = pytest.importorskip("torch")
     need_devices(expected, torch.cuda.device_count())
-    ray.init(include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
         resources = ray.cluster_resources()
         assert resources.get("GPU") == expected.device_count

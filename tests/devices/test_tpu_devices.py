@@ -49,7 +49,7 @@ def test_compute_and_psum(expected: Expected) -> None:
 def test_ray_reports_tpus(expected: Expected) -> None:
     ray = pytest.importorskip("ray")
     _need_tpus(expected, _tpus())
-    ray.init(include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
         assert ray.cluster_resources().get("TPU") == expected.device_count
     finally:
