@@ -116,8 +116,8 @@ def parse_nvidia_topo(text: str) -> GpuTopology:
         tokens = rows[row]
         if not len(devices) <= len(tokens) <= len(devices) + len(extras):
             raise ParseError(
-                f"{WHAT}: row {row} has {len(tokens)} values for {len(devices)} device columns"
-                f"{f' and {len(extras)} affinity columns' if extras else ''}: {excerpt(' '.join(tokens))}"
+                f"{WHAT}: row {row}: expected {len(devices)} cells (one per device column) then at most "
+                f"{len(extras)} affinity values, found {len(tokens)}: {excerpt(' '.join(tokens))}"
             )
         for column, cell in zip(devices, tokens, strict=False):
             link = _cell(row, column, cell)
