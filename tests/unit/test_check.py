@@ -392,3 +392,51 @@ def test_outputs_follow_their_published_schemas(tmp_path: Path, matrix: Matrix) 
     jsonschema.Draft202012Validator(inspect_schema()).validate(report.as_json(raw=True))
     verdict_data = verdict_json("gpu-nvidia-cu128", check(matrix, matrix.envs["gpu-nvidia-cu128"], report), source="t")
     jsonschema.Draft202012Validator(check_schema()).validate(verdict_data)
+
+
+def _topo(name: str) -> str:
+    text = (REPO / "tests" / "unit" / "data" / "topo" / name).read_text()
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("# source:"))
+
+
+def _env_with(matrix: Matrix, **requires: object) -> object:
+    from accelenv.matrix.model import Requires
+
+    return dataclasses.replace(matrix.envs["gpu-nvidia-cu128"], requires=Requires(**requires))  # type: ignore[arg-type]
+
+
+def test_topology_requirements(tmp_path: Path, matrix: Matrix) -> None:
+    root = make_root(
+        tmp_path / "host",
+        pci=[Pci("0000:00:09.0", "0x10de", "0x2330", driver="nvidia")],
+        modules={"nvidia": "590.48.01", "nvidia_peermem": None},
+        files={
+            "/sys/class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE\n",
+            "/sys/class/infiniband/mlx5_0/ports/1/rate": "400 Gb/sec (4X NDR)\n",
+            "/sys/class/infiniband/mlx5_0/ports/1/link_layer": "InfiniBand\n",
+        },
+    )
+    outputs: dict[str, str | ToolResult] = {
+        "nvidia-smi --query-gpu=" + ",".join(QUERY_FIELDS): reorder_query(
+            capture("nvidia-smi-query-gpu-csv__" + H100), QUERY_FIELDS
+        ),
+        "nvidia-smi --version": capture("nvidia-smi--version__" + H100),
+        "nvidia-smi topo": _topo("h20-nv18-8nic.txt"),
+    }
+    report = discover(
+        matrix, root=Root(root), runner=FakeRunner(outputs), environ={"TPU_TOPOLOGY": "2x2x1"}, families=["nvidia"]
+    )
+    assert report.topology["gpu"]["all_pairs_nvlink"] is True
+    assert report.topology["gpu"]["min_nvlinks"] == 18
+    assert report.topology["peermem"] is True
+    env = _env_with(matrix, nvlink_all_pairs=True, min_nvlinks=18, rdma="peermem", infiniband=True, efa=True)
+    f = by_id(check(matrix, env, report, host_only=True))  # type: ignore[arg-type]
+    assert f["topology.nvlink"].status is Status.PASS
+    assert f["topology.rdma"].status is Status.PASS
+    assert f["topology.infiniband"].found == "mlx5_0"
+    assert f["topology.efa"].status is Status.FAIL
+    pcie = FakeRunner({**outputs, "nvidia-smi topo": _topo("rtx6000ada-pcie-4nic.txt")})
+    report = discover(matrix, root=Root(root), runner=pcie, environ={}, families=["nvidia"])
+    f = by_id(check(matrix, _env_with(matrix, nvlink_all_pairs=True), report, host_only=True))  # type: ignore[arg-type]
+    assert f["topology.nvlink"].status is Status.FAIL
+    assert f["topology.nvlink"].found == "4 GPUs, not every pair on NVLink"

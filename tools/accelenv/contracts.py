@@ -138,6 +138,14 @@ def inspect_schema() -> Json:
                     "cdi_specs": _strings("CDI spec files found (/etc/cdi, /var/run/cdi)."),
                 },
             ),
+            "topology": {
+                "type": "object",
+                "description": (
+                    "What the host shows of its interconnect: gpu (from nvidia-smi topo -m: gpus, all_pairs_nvlink, "
+                    "min_nvlinks, links, numa_affinity) or gpu_error, infiniband devices (name, active, efa, "
+                    "link_layer, rate), peermem, tpu_topology."
+                ),
+            },
             "raw": {
                 "type": "object",
                 "description": "Snapshots only: raw tool outputs by key (argv, returncode, stdout, stderr, fault).",

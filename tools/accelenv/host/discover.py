@@ -16,6 +16,7 @@ from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
 from accelenv.host.report import Accelerator, Device, HostReport, PciDevice, PythonInfo
+from accelenv.host.topology import summary as topology_summary
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -97,7 +98,9 @@ def discover(
         )
         if wanted is not None or _seen(accelerator, results.get(family.id, {})):
             accelerators.append(accelerator)
+    topo = results.get("nvidia", {}).get("nvidia-smi-topo")
     return HostReport(
+        topology=topology_summary(root, environ, topo.stdout if topo is not None and topo.ok else None),
         root=str(root.path),
         os=os_info(root),
         python=python,

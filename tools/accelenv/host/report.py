@@ -100,6 +100,7 @@ class HostReport:
     environment: dict[str, str]
     limits: Limits
     container: Container
+    topology: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, ToolResult] = field(default_factory=dict)
 
     def accelerator(self, family: str) -> Accelerator | None:
@@ -117,6 +118,7 @@ class HostReport:
             "environment": dict(sorted(self.environment.items())),
             "limits": vars(self.limits),
             "container": {**vars(self.container), "cdi_specs": list(self.container.cdi_specs)},
+            "topology": self.topology,
         }
         if raw:
             data["raw"] = {key: result.as_json() for key, result in sorted(self.raw.items())}
@@ -145,6 +147,7 @@ class HostReport:
                 nvidia_container_toolkit=bool(data["container"]["nvidia_container_toolkit"]),
                 cdi_specs=tuple(data["container"]["cdi_specs"]),
             ),
+            topology=dict(data.get("topology", {})),
             raw={k: ToolResult.from_json(v) for k, v in data.get("raw", {}).items()},
         )
 

@@ -300,3 +300,39 @@ def _bounds(value: str | None) -> tuple[int, ...] | None:
         return None
     axes = tuple(int(axis) for axis in text.split(","))
     return axes if all(axis > 0 for axis in axes) else None
+
+
+# ---- what a report keeps ---------------------------------------------------------------------------------------
+
+
+def summary(root: Root, environ: Mapping[str, str], topo_text: str | None) -> dict[str, object]:
+    """The host's topology as plain data for the report: GPU links (when `nvidia-smi topo -m` answered), RDMA
+    devices, peer memory, and the TPU slice shape. Never raises: an unreadable matrix becomes `gpu_error`."""
+    data: dict[str, object] = {
+        "infiniband": [
+            {
+                "name": d.name,
+                "active": d.active,
+                "efa": d.is_efa,
+                "link_layer": next((p.link_layer for p in d.ports if p.link_layer), None),
+                "rate": next((p.rate for p in d.ports if p.rate), None),
+            }
+            for d in infiniband_devices(root)
+        ],
+        "peermem": peermem_loaded(root),
+        "tpu_topology": tpu_topology(environ),
+    }
+    if topo_text:
+        try:
+            gpus = parse_nvidia_topo(topo_text)
+        except ParseError as error:
+            data["gpu_error"] = str(error)
+        else:
+            data["gpu"] = {
+                "gpus": len(gpus.gpus),
+                "all_pairs_nvlink": all_pairs_nvlink(gpus),
+                "min_nvlinks": min_nvlinks(gpus),
+                "links": {f"{a}-{b}": link.label for (a, b), link in sorted(gpus.links.items()) if a < b},
+                "numa_affinity": dict(gpus.numa_affinity),
+            }
+    return data

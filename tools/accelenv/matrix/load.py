@@ -34,6 +34,7 @@ from accelenv.matrix.model import (
     Maturity,
     OsBase,
     Requirements,
+    Requires,
     Runtime,
     Sku,
     Source,
@@ -362,6 +363,7 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         ci_tier=CiTier(v["ci_tier"]),
         ci_runner=tuple(v.get("ci_runner", ())),
         ci_queue=v.get("ci_queue"),
+        requires=Requires(**v.get("requires", {})),
         sources=tuple(v.get("sources", ())),
     )
 

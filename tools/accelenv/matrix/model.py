@@ -180,6 +180,19 @@ class Requirements:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Requires:
+    """What an environment's workloads need beyond devices (interconnect, RDMA, slice shape, limits)."""
+
+    nvlink_all_pairs: bool = False
+    min_nvlinks: int | None = None
+    rdma: str | None = None
+    infiniband: bool = False
+    efa: bool = False
+    tpu_topology: str | None = None
+    memlock_unlimited: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class Environment:
     """A runtime, OS base, Python and pinned dependencies, meant for a set of SKUs and tested in CI."""
 
@@ -197,6 +210,7 @@ class Environment:
     ci_tier: CiTier
     ci_runner: tuple[str, ...]
     ci_queue: str | None
+    requires: Requires
     sources: tuple[str, ...]
 
 

@@ -135,6 +135,7 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
         },
         "install": shlex.join(pip_command(env)),
         "tests": list(env.tests),
+        "requires": {k: v for k, v in vars(env.requires).items() if v not in (None, False)},
         "sources": [
             {"id": s, "title": matrix.sources[s].title, "url": matrix.sources[s].url, "where": matrix.sources[s].where}
             for s in cited

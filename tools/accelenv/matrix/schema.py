@@ -350,6 +350,33 @@ def _env() -> Json:
                 "enum": ["pr", "nightly", "release"],
                 "description": "Which CI runs it: every pull request, nightly, or only before a release.",
             },
+            "requires": _object(
+                "What the environment's workloads need beyond devices; the checker verifies what it can read.",
+                {
+                    "nvlink_all_pairs": {"type": "boolean", "description": "NVLink between every pair of GPUs."},
+                    "min_nvlinks": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "At least this many bonded NVLinks between every pair of GPUs (NV18: 18).",
+                    },
+                    "rdma": {
+                        "type": "string",
+                        "enum": ["peermem", "any"],
+                        "description": "GPUDirect RDMA: the nvidia_peermem module, or any active RDMA device.",
+                    },
+                    "infiniband": {"type": "boolean", "description": "At least one active InfiniBand/RoCE port."},
+                    "efa": {"type": "boolean", "description": "At least one active AWS EFA device."},
+                    "tpu_topology": _string(
+                        "The TPU slice shape, as TPU_TOPOLOGY or the host bounds give it (2x2x1).",
+                        r"^[0-9]+(x[0-9]+){1,2}$",
+                        "a shape such as 2x2x1",
+                    ),
+                    "memlock_unlimited": {
+                        "type": "boolean",
+                        "description": "Locked memory is unlimited (RDMA registrations need it).",
+                    },
+                },
+            ),
             "ci_runner": _list(
                 "runs-on labels for this environment alone (default: its family's), e.g. a SKU's runners.",
                 {"type": "string", "pattern": TOOL, "x-hint": "a runner label"},

@@ -325,10 +325,15 @@ class NvidiaProbe:
     family = FAMILY
 
     def commands(self) -> dict[str, list[str]]:
-        return {"nvidia-smi-query": [TOOL, *query_gpu_args()], "nvidia-smi-version": [TOOL, "--version"]}
+        return {
+            "nvidia-smi-query": [TOOL, *query_gpu_args()],
+            "nvidia-smi-version": [TOOL, "--version"],
+            "nvidia-smi-topo": [TOOL, "topo", "-m"],
+        }
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
-        errors = tool_errors(results)
+        # topo -m feeds the topology checks (discover reads it); its failure is not a device fault
+        errors = tool_errors({k: v for k, v in results.items() if k != "nvidia-smi-topo"})
         devices: tuple[DeviceFacts, ...] = ()
         driver: str | None = None
         cuda: str | None = None
