@@ -109,6 +109,12 @@ def test_cluster_check(tmp_path: Path) -> None:
     assert by_node[doomed.node_id].verdict == "unreachable"
     assert elapsed < 90
     view = summary(results)
+    import jsonschema
+
+    from accelenv.contracts import cluster_schema
+
+    document = {"env": "cluster-test", "cluster": view, "nodes": [r.as_json() for r in results]}
+    jsonschema.Draft202012Validator(cluster_schema()).validate(document)
     assert view["nodes"] == 4
     assert view["conforming"] == 2
     assert view["unreachable"] == [doomed.node_id]

@@ -150,6 +150,7 @@ def test_schema_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["schema", "--write", "-o", str(folder)]) == 0
     assert sorted(p.name for p in folder.iterdir()) == [
         "check.schema.json",
+        "cluster.schema.json",
         "inspect.schema.json",
         "matrix.schema.json",
     ]

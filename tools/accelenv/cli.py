@@ -35,7 +35,12 @@ if TYPE_CHECKING:
     from accelenv.host.report import HostReport
 
 SCHEMA_DIR = Path("schema")
-SCHEMA_NAMES = ("check.schema.json", "inspect.schema.json", "matrix.schema.json")  # tests: equal to contracts.SCHEMAS
+SCHEMA_NAMES = (
+    "check.schema.json",
+    "cluster.schema.json",
+    "inspect.schema.json",
+    "matrix.schema.json",
+)  # tests: equal to contracts.SCHEMAS
 
 MAIN_EPILOG = """\
 examples:

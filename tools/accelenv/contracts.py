@@ -192,10 +192,59 @@ def check_schema() -> Json:
     }
 
 
+def cluster_schema() -> Json:
+    node = {
+        "type": "object",
+        "description": "One node's result.",
+        "additionalProperties": False,
+        "required": ["node_id", "address", "reachable", "verdict", "failing", "problems", "checks"],
+        "properties": {
+            "node_id": {"type": "string", "description": "Ray node id."},
+            "address": {"type": "string", "description": "The node's IP address as Ray reports it."},
+            "reachable": {"type": "boolean", "description": "False when the node died or did not answer in time."},
+            "verdict": {"enum": ["pass", "warn", "fail", "unreachable"], "description": "The node's verdict."},
+            "failing": {"type": "array", "items": {"type": "string"}, "description": "Ids of failing checks."},
+            "devices": {"type": "integer", "description": "Devices of the environment's family the node shows."},
+            "driver": {"type": ["string", "null"], "description": "The node's driver version."},
+            "skus": {"type": "array", "items": {"type": "string"}, "description": "SKUs seen on the node."},
+            "ray_count": {"type": ["number", "null"], "description": "Ray's resource count (GPU, TPU, ...)."},
+            "ray_types": {"type": "array", "items": {"type": "string"}, "description": "accelerator_type:* names."},
+            "problems": {"type": "array", "items": {"type": "string"}, "description": "Ray's view vs the node's."},
+            "checks": {"type": "array", "description": "The node's checks, as in check --json."},
+            "seconds": {"type": "number", "description": "Time the node's check took."},
+            "signature": {"type": "array", "description": "(driver, device count, SKUs): what the majority is of."},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": BASE + "cluster.schema.json",
+        "title": "accelenv check --ray --json",
+        "description": "The verdict of one environment on every alive node of a Ray cluster.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["env", "cluster", "nodes"],
+        "properties": {
+            "env": {"type": "string", "description": "Environment id."},
+            "cluster": _obj(
+                "The cluster view.",
+                {
+                    "nodes": {"type": "integer", "description": "Alive nodes when the check started."},
+                    "conforming": {"type": "integer", "description": "Nodes whose verdict is pass or warn."},
+                    "unreachable": {"type": "array", "items": {"type": "string"}, "description": "Node ids."},
+                    "majority": {"type": ["array", "null"], "description": "The most common node signature."},
+                    "differ_from_majority": {"type": "array", "items": {"type": "string"}, "description": "Node ids."},
+                },
+            ),
+            "nodes": {"type": "array", "description": "One entry per node.", "items": node},
+        },
+    }
+
+
 SCHEMAS: dict[str, Callable[[], Json]] = {
     "matrix.schema.json": matrix_schema,
     "inspect.schema.json": inspect_schema,
     "check.schema.json": check_schema,
+    "cluster.schema.json": cluster_schema,
 }
 
 
