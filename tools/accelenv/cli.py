@@ -690,6 +690,20 @@ def cmd_outdated(args: argparse.Namespace, out: TextIO) -> int:
 # ------------------------------------------------------------------------------------------------- report
 
 
+def _sync(target: Path, text: str, *, check: bool, regenerate: str, out: TextIO) -> bool:
+    """Write `text` to `target` when it differs (or, with `check`, only say so). True when the file was stale."""
+    current = target.read_text(encoding="utf-8") if target.is_file() else None
+    if current == text:
+        out.write(f"{target}: up to date\n")
+        return False
+    if check:
+        out.write(f"{target}: out of date; run `{regenerate}`\n")
+    else:
+        write_atomic(target, text)
+        out.write(f"{target}: written\n")
+    return True
+
+
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.plan.report import html_page, markdown
 
@@ -701,19 +715,9 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
         out.write(text)
         return 0
     target = Path(args.output)
-    current = target.read_text(encoding="utf-8") if target.is_file() else None
-    if args.check:
-        if current == text:
-            out.write(f"{target}: up to date\n")
-            return 0
-        out.write(f"{target}: out of date; run `accelenv report --format {args.format} -o {target}`\n")
-        return 1
-    if current != text:
-        write_atomic(target, text)
-        out.write(f"{target}: written\n")
-    else:
-        out.write(f"{target}: unchanged\n")
-    return 0
+    regenerate = f"accelenv report --format {args.format} -o {target}"
+    stale = _sync(target, text, check=args.check, regenerate=regenerate, out=out)
+    return 1 if stale and args.check else 0
 
 
 # ------------------------------------------------------------------------------------------------- schema
@@ -727,19 +731,12 @@ def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
         out.write(files[args.name])
         return 0
     folder = Path(args.output) if args.output else find_matrix(args.matrix).parent / SCHEMA_DIR
-    stale = []
-    for name, text in files.items():
-        target = folder / name
-        current = target.read_text(encoding="utf-8") if target.is_file() else None
-        if current == text:
-            out.write(f"{target}: up to date\n")
-        elif args.check:
-            out.write(f"{target}: out of date; run `accelenv schema --write`\n")
-            stale.append(target)
-        else:
-            write_atomic(target, text)
-            out.write(f"{target}: written\n")
-    return 1 if stale else 0
+    stale = [
+        name
+        for name, text in files.items()
+        if _sync(folder / name, text, check=args.check, regenerate="accelenv schema --write", out=out)
+    ]
+    return 1 if stale and args.check else 0
 
 
 # ------------------------------------------------------------------------------------------------- parser
@@ -907,6 +904,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print results as JSON (progress goes to stderr)")
 
+    def image_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
+        p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+
     p = command(
         "verify",
         "Start ENV's image, run accelenv check inside it, and compare its labels and distributions with the matrix.",
@@ -915,8 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_verify,
     )
     p.add_argument("env", metavar="ENV")
-    p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
-    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    image_options(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
     p = command(
@@ -926,8 +926,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_run,
     )
     p.add_argument("env", metavar="ENV")
-    p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
-    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    image_options(p)
     p.set_defaults(command=[])  # everything after `--` (split off in main: argparse would misread it)
 
     p = command(
