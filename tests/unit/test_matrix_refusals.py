@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import tomlkit
 
+import accelenv.matrix.load
 from accelenv.cli import main
-from accelenv.matrix import Validation, validate_text
+from accelenv.errors import MatrixInvalidError
+from accelenv.matrix import Validation, load_matrix, read_matrix, validate_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -508,3 +510,34 @@ def test_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(tmp_path / "nope.toml")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_validated_matrix_is_remembered_by_its_exact_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("ACCELENV_NO_CACHE", raising=False)
+    path = tmp_path / "matrix.toml"
+    path.write_text(SHIPPED, encoding="utf-8")
+    first = load_matrix(path)
+    assert len(list((tmp_path / "cache" / "accelenv" / "validated").iterdir())) == 1
+
+    def no_validation(_: Path) -> Validation:
+        raise AssertionError("a remembered matrix is not validated again")
+
+    monkeypatch.setattr(accelenv.matrix.load, "validate_file", no_validation)
+    assert load_matrix(path) == first
+    # different text, no marker: validated again (and refused here, since validation is what is not wanted)
+    path.write_text(SHIPPED + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="not validated again"):
+        load_matrix(path)
+
+
+def test_read_matrix_refuses_unreadable_text(tmp_path: Path) -> None:
+    path = tmp_path / "matrix.toml"
+    path.write_bytes(b"schema_version = 1\n\xff\xfe")
+    with pytest.raises(MatrixInvalidError) as refused:
+        read_matrix(path)
+    assert refused.value.problems[0].message.startswith("cannot be read: 'utf-8' codec can't decode")
+    path.write_text(SHIPPED + "\n[families.nvidia]\n", encoding="utf-8")
+    with pytest.raises(MatrixInvalidError) as refused:
+        read_matrix(path)
+    assert refused.value.problems[0].message.startswith("cannot be read: Cannot declare ('families', 'nvidia') twice")

@@ -314,7 +314,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     env = get_env(matrix, args.env)
     if args.ray is not None:
         return _check_ray(args, matrix, env.id, out)
-    report = _host_report(args, matrix, [env.family] if matrix.families[env.family].pci_vendor_ids else [])
+    report = _host_report(args, matrix, [env.family])
     findings = check(matrix, env, report, host_only=args.host_only)
     if args.allow_missing_hardware:
         findings = [

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import tomlkit
 
 from accelenv.errors import AccelenvError
-from accelenv.plan.lock import LOCK_NAME, MACHINES
+from accelenv.matrix.model import PLATFORM_MACHINES
+from accelenv.plan.lock import LOCK_NAME
 from accelenv.plan.render import IMAGE_DEPENDENCIES, dockerfile, human_tag
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def build_order(plans: list[BuildPlan]) -> list[BuildPlan]:
 
 def pip_platforms(platform: str, glibc: str) -> list[str]:
     """Every manylinux tag a machine with this glibc accepts, newest first, for pip download --platform."""
-    machine = MACHINES[platform]
+    machine = PLATFORM_MACHINES[platform]
     minor = int(glibc.split(".")[1])
     tags = [f"manylinux_2_{m}_{machine}" for m in range(minor, 16, -1)]
     return [*tags, f"manylinux2014_{machine}"]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from packaging.utils import canonicalize_name
+
 from accelenv.build.context import BuildError, BuildPlan, assemble
 from accelenv.build.engine import EngineError, RunSpec
 from accelenv.check.verdict import Finding, Status
@@ -291,13 +293,13 @@ def _distributions(engine: Engine, env: Environment, reference: str, lock: str) 
 
 def locked_pins(lock: str) -> list[tuple[str, str]]:
     """(normalised name, version) of every pin in a lock file (lines with a marker included)."""
-    pins = []
+    pins: list[tuple[str, str]] = []
     for line in lock.splitlines():
         if line.startswith((" ", "#", "-")) or "==" not in line:
             continue
         requirement = line.split(";")[0].split(" \\")[0].strip()
         name, _, version = requirement.partition("==")
-        pins.append((re.sub(r"[-_.]+", "-", name).lower(), version))
+        pins.append((canonicalize_name(name), version))
     return pins
 
 

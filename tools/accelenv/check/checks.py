@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
-from accelenv.host.probes.python import normalise
-from accelenv.matrix.model import LiteralVersion
+from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 SHM_RECOMMENDED = 1 << 30  # 1 GiB: NCCL and DataLoader workers exhaust docker's 64 MiB default
 _NUMERIC = re.compile(r"\d+(?:\.\d+)*")
-_PLATFORM_ARCH = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 INDEXED_VISIBLE_VARS = frozenset(
     {
         "CUDA_VISIBLE_DEVICES",
@@ -166,7 +165,7 @@ def _python(env: Environment, report: HostReport) -> Finding:
 
 
 def _cpu_arch(matrix: Matrix, env: Environment, report: HostReport) -> Finding:
-    wanted = sorted({_PLATFORM_ARCH[p] for p in env.platforms})
+    wanted = sorted({PLATFORM_MACHINES[p] for p in env.platforms})
     found = report.os.arch or "unknown"
     ok = found in wanted
     return Finding(
@@ -520,7 +519,7 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
     installed = report.python.distributions
     for req in env.requirements.packages:
         pin = next(iter(req.specifier)).version
-        name = normalise(req.name)
+        name = canonicalize_name(req.name)
         versions = installed.get(name, [])
         fid = f"requirements.{name}"
         if not versions:

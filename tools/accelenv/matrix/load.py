@@ -136,13 +136,15 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
 
     A matrix whose exact text this exact accelenv already validated is not validated again (see `_cache_key`):
     commands such as `check` then start in a fraction of the time. `accelenv validate` never uses the cache."""
-    key = _cache_key(path) if use_cache else None
+    data = None
+    if use_cache and not os.environ.get("ACCELENV_NO_CACHE"):
+        with contextlib.suppress(OSError):
+            data = path.read_bytes()
+    key = _cache_key(data) if data is not None else None
     marker = _cache_dir() / key if key else None
-    if marker is not None and marker.is_file():
-        text = path.read_text(encoding="utf-8")
-        matrix, problems = _build(tomllib.loads(text), set(), str(path))
-        if not problems:
-            return matrix
+    if data is not None and marker is not None and marker.is_file():
+        with contextlib.suppress(MatrixInvalidError, UnicodeDecodeError):  # validate again if it will not build
+            return model_from_text(data.decode("utf-8"), str(path))
     validation = validate_file(path)
     if not validation.ok or validation.matrix is None:
         raise MatrixInvalidError(validation.source, validation.problems)
@@ -171,14 +173,11 @@ def read_matrix(path: Path) -> Matrix:
     """The model without schema and rules: for listing (nox -l) where jsonschema may not be installed. A matrix
     that does not even parse or build raises `MatrixInvalidError`; use `load_matrix` to trust the content."""
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-        matrix, problems = _build(document, set(), str(path))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(str(path), (problem,)) from error
-    if problems:
-        raise MatrixInvalidError(str(path), tuple(problems))
-    return matrix
+    return model_from_text(text, str(path))
 
 
 def _cache_dir() -> Path:
@@ -186,13 +185,11 @@ def _cache_dir() -> Path:
     return Path(base) / "accelenv" / "validated"
 
 
-def _cache_key(path: Path) -> str | None:
+def _cache_key(data: bytes) -> str | None:
     """sha256 of the matrix text, accelenv's version, and the size and mtime of the matrix core's source files
-    (so an edited rule in a development checkout invalidates it). None when the file cannot be read."""
-    if os.environ.get("ACCELENV_NO_CACHE"):
-        return None
+    (so an edited rule in a development checkout invalidates it). None when a source file cannot be read."""
     try:
-        digest = hashlib.sha256(path.read_bytes())
+        digest = hashlib.sha256(data)
         digest.update(__version__.encode())
         for source in sorted(Path(__file__).parent.glob("*.py")):
             stat = source.stat()

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 
+PLATFORM_MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+"""Container platforms an environment may be built for, and the machine (`uname -m`) each runs on."""
+
+
 class LiteralVersion(Version):
     """A `Version` that prints as written: driver 570.124.06 stays 570.124.06, not 570.124.6."""
 

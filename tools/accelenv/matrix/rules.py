@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from accelenv.matrix.model import Environment, Family, OsBase, Runtime, Sku
+from accelenv.matrix.model import PLATFORM_MACHINES, Environment, Family, OsBase, Runtime, Sku
 from accelenv.matrix.problems import Severity, suggest
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
 
 Path = tuple[str | int, ...]
-_PLATFORM_ARCH = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,7 +215,7 @@ def requirements(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
         has_index = bool(env.requirements.index_url or env.requirements.extra_index_urls)
         for i, req in enumerate(env.requirements.packages):
             path = ("envs", env.id, "requirements", "packages", i)
-            name = req.name.lower().replace("_", "-").replace(".", "-")
+            name = canonicalize_name(req.name)
             if name in seen:
                 yield Finding(
                     path=path,
@@ -432,7 +432,7 @@ def images_and_platforms(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[F
                 ),
                 rule="base-image",
             )
-        archs = {_PLATFORM_ARCH[p] for p in env.platforms}
+        archs = {PLATFORM_MACHINES[p] for p in env.platforms}
         for i, sku_id in enumerate(env.skus):
             sku = m.skus.get(sku_id)
             if sku and not archs & set(sku.host_arch):

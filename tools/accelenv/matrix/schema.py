@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 
+from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.matrix.problems import suggest
 
 SCHEMA_ID = "https://accelenv.dev/schema/matrix.schema.json"
@@ -332,7 +333,7 @@ def _env() -> Json:
             "python": _string("Python version, major.minor.", PYTHON, "a version such as 3.12"),
             "platforms": _list(
                 "Container platforms the environment is built and locked for.",
-                {"type": "string", "enum": ["linux/amd64", "linux/arm64"]},
+                {"type": "string", "enum": sorted(PLATFORM_MACHINES)},
                 min_items=1,
             ),
             "skus": _ids("SKU ids this environment is meant for."),

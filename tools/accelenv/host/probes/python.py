@@ -12,14 +12,11 @@ import re
 import sys
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from accelenv.host.report import PythonInfo
 
 _DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[0-9][A-Za-z0-9.+!_]*)\.dist-info$")
-
-
-def normalise(name: str) -> str:
-    """PEP 503 name normalisation: Torch_Neuronx and torch.neuronx are torch-neuronx."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def installed_distributions(paths: list[str] | None = None) -> dict[str, list[str]]:
@@ -42,7 +39,7 @@ def installed_distributions(paths: list[str] | None = None) -> dict[str, list[st
                 name, version = meta["Name"], meta["Version"]
                 if not name or not version:
                     continue
-            installed.setdefault(normalise(name), []).append(version)
+            installed.setdefault(canonicalize_name(name), []).append(version)
     return {k: sorted(v) for k, v in sorted(installed.items())}
 
 
