@@ -8,7 +8,9 @@ missing, fails or prints garbage becomes an entry in `ToolView.errors`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from accelenv.host.facts import ParseError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -58,6 +60,25 @@ def tool_errors(results: Mapping[str, ToolResult], *, quiet_missing: bool = True
     return [
         r.fault for r in results.values() if r.fault and not (quiet_missing and r.fault.endswith("not found on PATH"))
     ]
+
+
+T = TypeVar("T")
+
+
+def output(result: ToolResult | None) -> str | None:
+    """What a tool printed, when it ran and succeeded (its faults are `tool_errors`' business)."""
+    return result.stdout if result is not None and result.ok else None
+
+
+def parsed(text: str | None, parse: Callable[[str], T], errors: list[str]) -> T | None:
+    """`parse(text)`; None when there is no text or it does not parse, the ParseError then added to `errors`."""
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except ParseError as error:
+        errors.append(str(error))
+        return None
 
 
 def first_installed(distributions: Mapping[str, list[str]], name: str) -> str | None:

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
-from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
 from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import describe as _describe
 from accelenv.host.probes._text import excerpt as _excerpt
@@ -278,36 +278,19 @@ class AmdProbe:
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         errors = tool_errors(results)
         devices: tuple[DeviceFacts, ...] = ()
-        driver: str | None = None
-        rocm: str | None = None
         source: str | None = None
-        static, version, legacy = (results.get(k) for k in ("amd-smi-static", "amd-smi-version", "rocm-smi"))
-        if static is not None and static.ok:
-            try:
-                devices, source = parse_amd_smi_static_json(static.stdout), "amd-smi"
-            except ParseError as error:
-                errors.append(str(error))
-        if version is not None and version.ok:
-            try:
-                driver, rocm = parse_amd_smi_version(version.stdout)
-            except ParseError as error:
-                errors.append(str(error))
-        if not devices and legacy is not None and legacy.ok:
-            try:
-                facts = parse_rocm_smi_json(legacy.stdout)
-                devices, source = facts.devices, "rocm-smi"
-                driver = driver or facts.driver_version
-            except ParseError as error:
-                errors.append(str(error))
+        static = parsed(output(results.get("amd-smi-static")), parse_amd_smi_static_json, errors)
+        if static is not None:
+            devices, source = static, "amd-smi"
+        driver, rocm = parsed(output(results.get("amd-smi-version")), parse_amd_smi_version, errors) or (None, None)
+        legacy = None if devices else parsed(output(results.get("rocm-smi")), parse_rocm_smi_json, errors)
+        if legacy is not None:
+            devices, source = legacy.devices, "rocm-smi"
+            driver = driver or legacy.driver_version
         if driver is None:
             driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
         if rocm is None:
-            text = ctx.root.read_text("/opt/rocm/.info/version")
-            if text is not None:
-                try:
-                    rocm = rocm_version_from_file(text)
-                except ParseError as error:
-                    errors.append(str(error))
+            rocm = parsed(ctx.root.read_text("/opt/rocm/.info/version"), rocm_version_from_file, errors)
         return ToolView(
             driver_version=driver, runtime_version=rocm, devices=devices, source=source, errors=tuple(errors)
         )

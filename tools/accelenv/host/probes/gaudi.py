@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
-from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
 from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import excerpt as _excerpt
 
@@ -155,20 +155,8 @@ class GaudiProbe:
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         errors = tool_errors(results)
-        devices: tuple[DeviceFacts, ...] = ()
-        driver: str | None = None
-        software: str | None = None
-        query, table = results.get("hl-smi-query"), results.get("hl-smi")
-        if query is not None and query.ok:
-            try:
-                devices = parse_hl_smi_csv(query.stdout)
-            except ParseError as error:
-                errors.append(str(error))
-        if table is not None and table.ok:
-            try:
-                driver, software = parse_hl_smi_table(table.stdout)
-            except ParseError as error:
-                errors.append(str(error))
+        devices = parsed(output(results.get("hl-smi-query")), parse_hl_smi_csv, errors) or ()
+        driver, software = parsed(output(results.get("hl-smi")), parse_hl_smi_table, errors) or (None, None)
         if driver is None:
             driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
         return ToolView(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
-from accelenv.host.probes import ProbeContext, ToolView, first_installed, tool_errors
+from accelenv.host.probes import ProbeContext, ToolView, first_installed, output, parsed, tool_errors
 from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import describe as _describe
 from accelenv.host.probes._text import excerpt as _excerpt
@@ -122,20 +122,8 @@ class NeuronProbe:
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         errors = tool_errors(results)
-        devices: tuple[DeviceFacts, ...] = ()
-        listing = results.get("neuron-ls")
-        if listing is not None and listing.ok:
-            try:
-                devices = parse_neuron_ls_json(listing.stdout)
-            except ParseError as error:
-                errors.append(str(error))
-        driver: str | None = None
-        text = ctx.root.read_text("/sys/module/neuron/version")
-        if text is not None:
-            try:
-                driver = parse_module_version(text)
-            except ParseError as error:
-                errors.append(str(error))
+        devices = parsed(output(results.get("neuron-ls")), parse_neuron_ls_json, errors) or ()
+        driver = parsed(ctx.root.read_text("/sys/module/neuron/version"), parse_module_version, errors)
         runtime = first_installed(ctx.distributions, "neuronx-cc")
         extra = {"neuronx-cc": runtime} if runtime else {}
         return ToolView(

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
-from accelenv.host.probes import ProbeContext, ToolView, tool_errors
+from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -334,20 +334,8 @@ class NvidiaProbe:
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         # topo -m feeds the topology checks (discover reads it); its failure is not a device fault
         errors = tool_errors({k: v for k, v in results.items() if k != "nvidia-smi-topo"})
-        devices: tuple[DeviceFacts, ...] = ()
-        driver: str | None = None
-        cuda: str | None = None
-        query, version = results.get("nvidia-smi-query"), results.get("nvidia-smi-version")
-        if query is not None and query.ok:
-            try:
-                devices = parse_query_gpu(query.stdout)
-            except ParseError as error:
-                errors.append(str(error))
-        if version is not None and version.ok:
-            try:
-                driver, cuda = parse_version(version.stdout)
-            except ParseError as error:
-                errors.append(str(error))
+        devices = parsed(output(results.get("nvidia-smi-query")), parse_query_gpu, errors) or ()
+        driver, cuda = parsed(output(results.get("nvidia-smi-version")), parse_version, errors) or (None, None)
         if driver is None:
             driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
         if driver is None:

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from accelenv.host.facts import ParseError
-from accelenv.host.probes import ProbeContext, ToolView, first_installed, tool_errors
+from accelenv.host.probes import ProbeContext, ToolView, first_installed, output, parsed, tool_errors
 from accelenv.host.probes._text import excerpt as _excerpt
 
 if TYPE_CHECKING:
@@ -122,15 +122,10 @@ class TpuProbe:
         errors = tool_errors(results)
         libtpu = first_installed(ctx.distributions, "libtpu")
         accelerator_type = ctx.environ.get("TPU_ACCELERATOR_TYPE") or None
-        info = results.get("tpu-info-version")
-        if info is not None and info.ok:
-            try:
-                info_libtpu, info_type = parse_tpu_info_version(info.stdout)
-            except ParseError as error:
-                errors.append(str(error))
-            else:
-                libtpu = libtpu or info_libtpu
-                accelerator_type = accelerator_type or info_type
+        info = parsed(output(results.get("tpu-info-version")), parse_tpu_info_version, errors)
+        if info is not None:
+            libtpu = libtpu or info[0]
+            accelerator_type = accelerator_type or info[1]
         if accelerator_type is None and ctx.fetch_metadata is not None:
             accelerator_type = ctx.fetch_metadata(METADATA_ACCELERATOR_TYPE)
         extra: dict[str, str] = {}
