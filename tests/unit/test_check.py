@@ -166,6 +166,7 @@ def test_610_driver_format_and_b300_under_cu128(tmp_path: Path, matrix: Matrix) 
     assert f["devices.arch"].message == "CUDA 12.8 Update 1 has no code for sm_103"
     assert f["devices.sku"].status is Status.FAIL
     assert f["devices.sku"].fix == "use an environment made for it (gpu-nvidia-cu129, gpu-nvidia-cu130)"
+    assert f["devices.sku"].found == "NVIDIA B300 SXM6 AC x2"
     assert verdict(check(matrix, matrix.envs["gpu-nvidia-cu129"], report, host_only=True)) is Status.PASS
 
 

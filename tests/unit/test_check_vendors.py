@@ -129,6 +129,7 @@ def test_amd_falls_back_to_rocm_smi(tmp_path: Path, matrix: Matrix) -> None:
     f = by_id(check(matrix, matrix.envs["gpu-amd-rocm64"], report))
     assert f["devices.sku"].status is Status.WARN  # an MI100 is no SKU of the matrix
     assert "matches no SKU in the matrix" in f["devices.sku"].message
+    assert f["devices.sku"].found == "Arcturus GL-XL [Instinct MI100] x4"
 
 
 def test_amd_rocr_and_hip_visible_devices_disagree(tmp_path: Path, matrix: Matrix) -> None:

@@ -139,12 +139,10 @@ def _build_one(
             ctx(plan, context)
             out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] context ready (wheels checked on the host)\n")
             image_id = engine.build(str(context), tag=None, nocache=nocache, on_line=on_line)
-        except EngineError as error:
-            return failed(str(error))
         except KeyboardInterrupt:
             failed("interrupted")
             raise
-        except (BuildError, OSError) as error:  # context assembly: pip and the file system
+        except (EngineError, BuildError, OSError) as error:  # the engine, or context assembly (pip, file system)
             return failed(str(error))
     engine.tag(image_id, plan.content_tag)
     engine.tag(image_id, plan.human_tag)

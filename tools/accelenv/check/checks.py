@@ -8,6 +8,7 @@ floors, architectures, pins, visible-device variables); this module only compare
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
@@ -271,12 +272,10 @@ def _driver_module(family: Family, acc: Accelerator) -> Iterator[Finding]:
 
 
 def _skus(matrix: Matrix, env: Environment, acc: Accelerator) -> Iterator[Finding]:
-    names = sorted({d.name or d.pci_device_id or "unknown" for d in acc.devices})
-    unknown = sorted({d.name or d.pci_device_id or "unknown" for d in acc.devices if d.sku is None})
+    labels = [d.name or d.pci_device_id or "unknown" for d in acc.devices]
+    unknown = sorted({label for label, d in zip(labels, acc.devices, strict=True) if d.sku is None})
     foreign = sorted({d.sku for d in acc.devices if d.sku and d.sku not in env.skus})
-    found = ", ".join(
-        f"{n} x{sum(1 for d in acc.devices if (d.name or d.pci_device_id or 'unknown') == n)}" for n in names
-    )
+    found = ", ".join(f"{label} x{count}" for label, count in sorted(Counter(labels).items()))
     if foreign:
         homes = sorted({e.id for e in matrix.envs.values() for s in foreign if s in e.skus})
         yield Finding(
