@@ -193,14 +193,21 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     for name, version in rt["components"].items():
         lines.append(f"    {name:<14}{version}")
     lines.append(f"  archs       {', '.join(rt['architectures'])}")
-    floor = driver["min"] or "-"
-    lines.append(f"  driver      >= {floor}" + (f" (< {driver['max']})" if driver["max"] else ""))
+    driver_lines = []
+    if driver["min"] or driver["max"]:
+        floor = f">= {driver['min']}" if driver["min"] else "any"
+        driver_lines.append(floor + (f" (< {driver['max']})" if driver["max"] else ""))
     if driver["compat_min"]:
-        lines.append(f"              >= {driver['compat_min']} in compatibility mode (reduced features; see notes)")
+        driver_lines.append(f">= {driver['compat_min']} in compatibility mode (reduced features; see notes)")
     if driver["accepted"]:
-        lines.append(f"              known good: {', '.join(driver['accepted'])}")
+        driver_lines.append(f"known good: {', '.join(driver['accepted'])}")
+    if driver["releases"]:
+        documented = ", ".join(f"{r['release']} (reports {r['reported_as']})" for r in driver["releases"])
+        driver_lines.append(f"documented: {documented}")
     if driver["notes"]:
-        lines.append(f"              {driver['notes']}")
+        driver_lines.append(driver["notes"])
+    for i, text in enumerate(driver_lines or ["no driver rule (the runtime needs no host driver)"]):
+        lines.append(("  driver      " if i == 0 else "              ") + text)
     pin = "" if image["pinned"] else "   (not pinned by digest)"
     lines.append(f"  base image  {image['reference']}{pin}")
     lines.append("  skus")

@@ -349,9 +349,9 @@ def _driver_version(matrix: Matrix, family: Family, runtime: Runtime, acc: Accel
     rule = runtime.driver
     floors = [(matrix.skus[d.sku], matrix.skus[d.sku].driver_min) for d in acc.devices if d.sku]
     sku_floors = {sku.id: (sku, floor) for sku, floor in floors if floor is not None}
-    if not (rule.min or rule.compat_min or rule.max or rule.accepted or sku_floors):
+    if not (rule.min or rule.compat_min or rule.max or rule.accepted or rule.releases or sku_floors):
         return
-    expected = _describe_rule(runtime, sku_floors)
+    expected = _describe_rule(matrix, runtime, sku_floors)
     found = numeric_version(acc.driver_version)
     if found is None:
         yield Finding(
@@ -367,10 +367,15 @@ def _driver_version(matrix: Matrix, family: Family, runtime: Runtime, acc: Accel
     if rule.max is not None and found >= rule.max:
         fail.append(f"driver {found} is at or above {rule.max}, which {runtime.name} does not support")
     if rule.min is not None and found < rule.min:
-        if rule.compat_min is not None and found >= rule.compat_min:
+        if rule.compat_min is not None and found >= rule.compat_min and family.runtime_kind == "cuda":
             warn.append(
                 f"driver {found} is below {rule.min}: {runtime.name} runs only through minor-version compatibility "
                 "(no JIT of newer PTX, no APIs newer than the driver)"
+            )
+        elif rule.compat_min is not None and found >= rule.compat_min:
+            warn.append(
+                f"driver {found} is below {rule.min}, the one {runtime.name} ships with: it is expected to work, "
+                "with reduced support (see the fix)"
             )
         else:
             floor = rule.compat_min or rule.min
@@ -380,17 +385,37 @@ def _driver_version(matrix: Matrix, family: Family, runtime: Runtime, acc: Accel
             fail.append(f"{sku.name} needs driver {floor} or newer")
     if rule.accepted and not any(_has_prefix(acc.driver_version or "", p) for p in rule.accepted):
         warn.append(f"driver {acc.driver_version} is not one known to work with {runtime.name}")
+    documented = sorted(
+        (matrix.drivers[r] for r in rule.releases if r in matrix.drivers), key=lambda r: LiteralVersion(r.reports)
+    )
+    reported = acc.driver_version or str(found)
+    release = matrix.driver_release(family.id, reported)
+    named = f"driver {reported}" + (f" ({release.release})" if release else "")
+    oldest_release = documented[0] if documented else None
+    if documented and not any(r.matches(reported) for r in documented):
+        span = f"{documented[0].release} to {documented[-1].release}" if len(documented) > 1 else documented[0].release
+        if oldest_release is not None and found < LiteralVersion(oldest_release.reports):
+            fail.append(
+                f"{named} is older than every driver documented for {runtime.name} ({span}; the oldest reports "
+                f"{oldest_release.reported_as})"
+            )
+        else:
+            warn.append(f"{named} is not among the drivers documented for {runtime.name} ({span})")
     status = Status.FAIL if fail else Status.WARN if warn else Status.PASS
     needed = max([v for v in (rule.min, *(f for _, f in sku_floors.values())) if v is not None], default=None)
+    if fail and oldest_release is not None and (needed is None or LiteralVersion(oldest_release.reports) > needed):
+        fix = f"install {oldest_release.release} or newer, or use an older runtime's environment"
+    elif fail:
+        fix = f"install driver {needed} or newer, or use an older runtime's environment" if needed else ""
+    else:
+        fix = rule.notes if warn else ""
     yield Finding(
         id="driver.version",
         status=status,
         expected=expected,
         found=acc.driver_version or str(found),
-        message="; ".join(fail + warn) or f"driver {acc.driver_version} satisfies {runtime.name}",
-        fix=(f"install driver {needed} or newer, or use an older runtime's environment" if needed else "")
-        if fail
-        else (rule.notes if warn else ""),
+        message="; ".join(fail + warn) or f"{named} satisfies {runtime.name}",
+        fix=fix,
     )
 
 
@@ -398,9 +423,12 @@ def _has_prefix(version: str, prefix: str) -> bool:
     return version == prefix or version.startswith(prefix + ".") or version.startswith(prefix + "-")
 
 
-def _describe_rule(runtime: Runtime, sku_floors: Mapping[str, tuple[Sku, Version]]) -> str:
+def _describe_rule(matrix: Matrix, runtime: Runtime, sku_floors: Mapping[str, tuple[Sku, Version]]) -> str:
     rule = runtime.driver
     parts = []
+    documented = [matrix.drivers[r] for r in rule.releases if r in matrix.drivers]
+    if documented:
+        parts.append("documented: " + ", ".join(f"{r.release} ({r.reported_as})" for r in documented))
     if rule.min:
         parts.append(f">= {rule.min}")
     if rule.compat_min:

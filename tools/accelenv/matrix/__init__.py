@@ -3,6 +3,7 @@
 from accelenv.matrix.load import Validation, find_matrix, load_matrix, read_matrix, validate_file, validate_text
 from accelenv.matrix.model import (
     CiTier,
+    DriverRelease,
     DriverRule,
     Environment,
     Family,
@@ -19,6 +20,7 @@ from accelenv.matrix.problems import Problem, Severity
 
 __all__ = [
     "CiTier",
+    "DriverRelease",
     "DriverRule",
     "Environment",
     "Family",

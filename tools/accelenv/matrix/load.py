@@ -25,6 +25,7 @@ from accelenv.errors import MatrixInvalidError, MatrixNotFoundError
 from accelenv.matrix.locate import LineIndex
 from accelenv.matrix.model import (
     CiTier,
+    DriverRelease,
     DriverRule,
     Environment,
     Family,
@@ -42,7 +43,7 @@ from accelenv.matrix.model import (
 from accelenv.matrix.problems import Problem, Severity, dotted
 
 MATRIX_ENV_VAR = "ACCELENV_MATRIX"
-SECTIONS = ("sources", "os", "families", "skus", "runtimes", "envs")
+SECTIONS = ("sources", "os", "families", "skus", "drivers", "runtimes", "envs")
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -243,7 +244,7 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
         key: OsBase(
             id=key,
             name=v["name"],
-            python=v["python"],
+            python=v.get("python"),
             glibc=v.get("glibc"),
             package_manager=v["package_manager"],
             sources=tuple(v.get("sources", ())),
@@ -272,6 +273,7 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
             ci_runner=tuple(v.get("ci_runner", ("ubuntu-latest",))),
             ci_queue=v.get("ci_queue"),
             ci_tier=CiTier(v.get("ci_tier", "pr")),
+            no_sku_driver_min=v.get("no_sku_driver_min", ""),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)
@@ -287,10 +289,22 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
             memory_mib=v.get("memory_mib"),
             host_arch=tuple(v.get("host_arch", ("x86_64",))),
             driver_min=b.version(v.get("driver_min"), ("skus", key, "driver_min")),
+            no_driver_min=v.get("no_driver_min", ""),
             sources=tuple(v.get("sources", ())),
             notes=v.get("notes", ""),
         )
         for key, v in _entries(document, "skus", broken)
+    }
+    drivers = {
+        key: DriverRelease(
+            id=key,
+            family=v["family"],
+            release=v["release"],
+            reports=v["reports"],
+            sources=tuple(v.get("sources", ())),
+            notes=v.get("notes", ""),
+        )
+        for key, v in _entries(document, "drivers", broken)
     }
     runtimes = {key: _runtime(b, key, v) for key, v in _entries(document, "runtimes", broken)}
     envs = {key: _env(b, key, v) for key, v in _entries(document, "envs", broken)}
@@ -302,6 +316,7 @@ def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) 
         skus=MappingProxyType(skus),
         runtimes=MappingProxyType(runtimes),
         envs=MappingProxyType(envs),
+        drivers=MappingProxyType(drivers),
         path=source,
     )
     return matrix, b.problems
@@ -323,6 +338,7 @@ def _runtime(b: _Builder, key: str, v: dict[str, Any]) -> Runtime:
             compat_min=b.version(driver.get("compat_min"), (*path, "driver", "compat_min")),
             max=b.version(driver.get("max"), (*path, "driver", "max")),
             accepted=tuple(driver.get("accepted", ())),
+            releases=tuple(driver.get("releases", ())),
             notes=driver.get("notes", ""),
         ),
         base_images=MappingProxyType(

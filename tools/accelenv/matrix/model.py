@@ -69,7 +69,7 @@ class OsBase:
 
     id: str
     name: str
-    python: str
+    python: str | None
     glibc: str | None
     package_manager: str
     sources: tuple[str, ...]
@@ -99,6 +99,7 @@ class Family:
     ci_runner: tuple[str, ...]
     ci_queue: str | None
     ci_tier: CiTier
+    no_sku_driver_min: str = ""
     sources: tuple[str, ...]
 
 
@@ -115,6 +116,7 @@ class Sku:
     memory_mib: int | None
     host_arch: tuple[str, ...]
     driver_min: Version | None
+    no_driver_min: str = ""
     sources: tuple[str, ...]
     notes: str
 
@@ -131,14 +133,42 @@ class DriverRule:
     `min` is the floor for the full feature set (for CUDA: the driver the toolkit ships with). `compat_min`,
     when set, is a lower floor that still works in a degraded mode (CUDA minor-version compatibility).
     `max` is an exclusive ceiling. `accepted`, when set, lists the only driver releases known to work, as
-    version prefixes (`30.10`, `1.22`); a driver outside the list is not known to work.
+    version prefixes (`30.10`, `1.22`); a driver outside the list is not known to work. `releases`, when set,
+    names the `[drivers.*]` releases the vendor documents as compatible: a host's driver older than all of them
+    fails, one between or above them is not documented and warns.
     """
 
     min: Version | None = None
     compat_min: Version | None = None
     max: Version | None = None
     accepted: tuple[str, ...] = ()
+    releases: tuple[str, ...] = ()
     notes: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverRelease:
+    """A vendor driver release and the version hosts report for it.
+
+    AMD numbers its GPU driver releases (30.20.1) apart from the amdgpu kernel module version that `amd-smi` and
+    `/sys/module/amdgpu/version` report (6.16.6); `reports` is that module version, as a prefix (`6.16` matches
+    6.16.6 and 6.16.13), so a host's driver can be matched to the release it belongs to.
+    """
+
+    id: str
+    family: str
+    release: str
+    reports: str
+    sources: tuple[str, ...]
+    notes: str
+
+    @property
+    def reported_as(self) -> str:
+        """How hosts show it: 6.16.6 as is, a prefix such as 6.14 as 6.14.x."""
+        return self.reports if self.reports.count(".") >= 2 else f"{self.reports}.x"
+
+    def matches(self, reported: str) -> bool:
+        return reported == self.reports or reported.startswith((self.reports + ".", self.reports + "-"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +259,7 @@ class Matrix:
     skus: Mapping[str, Sku]
     runtimes: Mapping[str, Runtime]
     envs: Mapping[str, Environment]
+    drivers: Mapping[str, DriverRelease] = field(default_factory=dict)
     path: str = field(default="matrix.toml", compare=False)
 
     def default_env(self, family: str) -> Environment | None:
@@ -237,3 +268,8 @@ class Matrix:
 
     def env_skus(self, env: Environment) -> tuple[Sku, ...]:
         return tuple(self.skus[s] for s in env.skus)
+
+    def driver_release(self, family: str, reported: str) -> DriverRelease | None:
+        """The `[drivers.*]` release of `family` whose reported version matches, longest prefix first."""
+        found = [d for d in self.drivers.values() if d.family == family and d.matches(reported)]
+        return max(found, key=lambda d: len(d.reports), default=None)

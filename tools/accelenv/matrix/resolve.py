@@ -35,12 +35,16 @@ def _v(version: Version | None) -> str | None:
     return str(version) if version is not None else None
 
 
-def _driver(rule: DriverRule) -> Json:
+def _driver(matrix: Matrix, rule: DriverRule) -> Json:
+    releases = [matrix.drivers[r] for r in rule.releases if r in matrix.drivers]
     return {
         "min": _v(rule.min),
         "compat_min": _v(rule.compat_min),
         "max": _v(rule.max),
         "accepted": list(rule.accepted),
+        "releases": [
+            {"id": r.id, "release": r.release, "reports": r.reports, "reported_as": r.reported_as} for r in releases
+        ],
         "notes": rule.notes,
     }
 
@@ -98,7 +102,7 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
             "wheel_tag": rt.wheel_tag,
             "components": dict(rt.components),
             "architectures": list(rt.architectures),
-            "driver": _driver(rt.driver),
+            "driver": _driver(matrix, rt.driver),
         },
         "base_image": {
             "reference": image.reference,

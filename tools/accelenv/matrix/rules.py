@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from accelenv.matrix.model import PLATFORM_MACHINES, Environment, Family, OsBase, Runtime, Sku
+from accelenv.matrix.model import PLATFORM_MACHINES, DriverRelease, Environment, Family, OsBase, Runtime, Sku
 from accelenv.matrix.problems import Severity, suggest
 
 if TYPE_CHECKING:
@@ -55,16 +55,24 @@ def _ref(m: Matrix, skipped: frozenset[tuple[str, str]], section: str, value: st
         return
     close = suggest(value, known)
     hint = f"did you mean '{close}'?" if close else f"known: {', '.join(sorted(known)) or 'none'}"
-    what = {"sources": "source", "families": "family", "runtimes": "runtime", "skus": "SKU", "os": "OS base"}[section]
+    what = {
+        "sources": "source",
+        "families": "family",
+        "runtimes": "runtime",
+        "skus": "SKU",
+        "os": "OS base",
+        "drivers": "driver release",
+    }[section]
     yield Finding(path=path, message=f"{what} '{value}' is not defined under [{section}]; {hint}", rule="reference")
 
 
 @rule
 def references(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
-    entries: list[tuple[str, OsBase | Family | Sku | Runtime | Environment]] = [
+    entries: list[tuple[str, OsBase | Family | Sku | DriverRelease | Runtime | Environment]] = [
         *(("os", o) for o in m.os.values()),
         *(("families", f) for f in m.families.values()),
         *(("skus", s) for s in m.skus.values()),
+        *(("drivers", d) for d in m.drivers.values()),
         *(("runtimes", r) for r in m.runtimes.values()),
         *(("envs", e) for e in m.envs.values()),
     ]
@@ -73,6 +81,9 @@ def references(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Findi
             yield from _ref(m, skipped, "families", entry.family, (section, entry.id, "family"))
         for i, src in enumerate(entry.sources):
             yield from _ref(m, skipped, "sources", src, (section, entry.id, "sources", i))
+    for rt in m.runtimes.values():
+        for i, driver_id in enumerate(rt.driver.releases):
+            yield from _ref(m, skipped, "drivers", driver_id, ("runtimes", rt.id, "driver", "releases", i))
     for env in m.envs.values():
         base = ("envs", env.id)
         yield from _ref(m, skipped, "families", env.family, (*base, "family"))
@@ -83,6 +94,18 @@ def references(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Findi
 
 @rule
 def same_family(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    for runtime in m.runtimes.values():
+        for i, driver_id in enumerate(runtime.driver.releases):
+            release = m.drivers.get(driver_id)
+            if release and release.family != runtime.family:
+                yield Finding(
+                    path=("runtimes", runtime.id, "driver", "releases", i),
+                    message=(
+                        f"driver release '{driver_id}' is a '{release.family}' driver; "
+                        f"this runtime is '{runtime.family}'"
+                    ),
+                    rule="family",
+                )
     for env in m.envs.values():
         rt = m.runtimes.get(env.runtime)
         if rt and rt.family != env.family:
@@ -401,6 +424,15 @@ def _driver_findings(rt: Runtime) -> Iterator[Finding]:
 def driver_ranges(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
     for rt in m.runtimes.values():
         yield from _driver_findings(rt)
+    for release in m.drivers.values():
+        try:
+            Version(release.reports)
+        except InvalidVersion:
+            yield Finding(
+                path=("drivers", release.id, "reports"),
+                message=f"{release.reports!r} is not a version prefix (expected e.g. 6.16)",
+                rule="driver-range",
+            )
     for env in m.envs.values():
         env_rt = m.runtimes.get(env.runtime)
         ceiling = env_rt.driver.max if env_rt is not None else None
@@ -457,10 +489,11 @@ def images_and_platforms(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[F
 
 @rule
 def unused_sources(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
-    entries: list[OsBase | Family | Sku | Runtime | Environment] = [
+    entries: list[OsBase | Family | Sku | DriverRelease | Runtime | Environment] = [
         *m.os.values(),
         *m.families.values(),
         *m.skus.values(),
+        *m.drivers.values(),
         *m.runtimes.values(),
         *m.envs.values(),
     ]
@@ -498,11 +531,85 @@ def python_source(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Fi
         if env.python in (image.python, os_base.python):
             continue
         shipped = f"the image ships Python {image.python}" if image.python else "the image ships no Python"
+        provides = f"provides {os_base.python}" if os_base.python else "provides no verified Python"
+        use = (
+            f"use python = {os_base.python!r} or a base image with {env.python}"
+            if os_base.python
+            else (f"use a base image with Python {env.python}")
+        )
         yield Finding(
             path=("envs", env.id, "python"),
-            message=(
-                f"no Python {env.python} on {image.reference}: {shipped} and {os_base.name} provides "
-                f"{os_base.python}; use python = {os_base.python!r} or a base image with {env.python}"
-            ),
+            message=(f"no Python {env.python} on {image.reference}: {shipped} and {os_base.name} {provides}; {use}"),
             rule="python",
         )
+
+
+@rule
+def driver_floors(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """A SKU of a family with a kernel driver says which driver it needs, or why it cannot say: without a floor,
+    a host whose driver predates the device would pass on the runtime's floor alone."""
+    for sku in m.skus.values():
+        family = m.families.get(sku.family)
+        if family is None or not family.kernel_modules:
+            continue
+        path = ("skus", sku.id)
+        if sku.driver_min is not None and sku.no_driver_min:
+            yield Finding(
+                path=(*path, "no_driver_min"),
+                message="has both driver_min and no_driver_min: keep the floor, or the reason there is none",
+                rule="driver-floor",
+            )
+        elif sku.driver_min is None and not sku.no_driver_min and not family.no_sku_driver_min:
+            yield Finding(
+                path=path,
+                message=(
+                    f'no driver_min: add driver_min = "<version>" (the oldest {family.kernel_modules[0]} driver '
+                    "that supports the device, from the vendor's release notes or supported-device lists), or "
+                    'no_driver_min = "<why the evidence gives no floor>"'
+                ),
+                rule="driver-floor",
+            )
+
+
+def release_line(version: Version) -> tuple[int, ...]:
+    """The release line a version belongs to: major.minor, or for 0.x versions everything up to the first
+    non-zero component (CUDA 13.2.2 -> 13.2, ROCm 7.14.1 -> 7.14, jax 0.8.3 -> 0.8, libtpu 0.0.52 -> 0.0.52)."""
+    release = (*version.release, 0)
+    first = next((i for i, part in enumerate(release) if part), len(release) - 1)
+    return release[:2] if first == 0 else release[: first + 1]
+
+
+@rule
+def support_window(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """The support policy (README, "Support window"): one release per runtime line (major.minor), and no
+    runtime kept that no environment uses unless it is its family's newest."""
+    used = {env.runtime for env in m.envs.values()}
+    by_family: dict[str, list[tuple[Version, Runtime]]] = defaultdict(list)
+    for rt in m.runtimes.values():
+        if rt.version is not None:
+            by_family[rt.family].append((rt.version, rt))
+    for family_id, runtimes in by_family.items():
+        newest = max(runtimes, key=lambda pair: pair[0])[1]
+        lines: dict[tuple[int, ...], Runtime] = {}
+        for version, rt in runtimes:
+            line = release_line(version)
+            if line in lines:
+                yield Finding(
+                    path=("runtimes", rt.id, "version"),
+                    message=(
+                        f"{version} is in the same release line ({'.'.join(map(str, line))}) as runtime "
+                        f"'{lines[line].id}' ({lines[line].version}): keep only the newest release of a line"
+                    ),
+                    rule="support-window",
+                )
+            lines.setdefault(line, rt)
+            if rt.id not in used and rt is not newest:
+                yield Finding(
+                    path=("runtimes", rt.id),
+                    message=(
+                        f"no environment uses {rt.name}, and {newest.name} is newer in family '{family_id}': "
+                        "retire it, or add the environment that needs it"
+                    ),
+                    rule="support-window",
+                    severity=Severity.WARNING,
+                )

@@ -166,6 +166,12 @@ def _family() -> Json:
                 WHEEL_TAG_FORMAT,
                 "a format with {major}, {minor} or {patch}, e.g. rocm{major}.{minor}",
             ),
+            "no_sku_driver_min": _string(
+                "Why the family's SKUs carry no driver floor of their own (their runtimes' driver rules decide); "
+                "a SKU's own driver_min or no_driver_min still applies.",
+                TEXT_LINE,
+                "one line of text",
+            ),
             "sources": _sources(),
         },
         required=("name", "maturity", "session", "runtime_kind", "arch_pattern"),
@@ -205,6 +211,11 @@ def _sku() -> Json:
                 "The SKU's own minimum host driver, when it needs a newer one than its runtimes do.",
                 VERSION,
                 "a version such as 570.133.20",
+            ),
+            "no_driver_min": _string(
+                "Why the SKU has no driver_min: what the evidence says and why it does not give a floor.",
+                TEXT_LINE,
+                "one line of text",
             ),
             "sources": _sources(),
             "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
@@ -253,8 +264,30 @@ def _driver() -> Json:
                 "Driver releases known to work, as version prefixes (30.10 matches 30.10.1); others warn.",
                 {"type": "string", "pattern": VERSION, "x-hint": "a version prefix such as 30.10"},
             ),
+            "releases": _list(
+                "Ids of [drivers] releases the vendor documents as compatible: older drivers fail, others warn.",
+                {"type": "string", "pattern": ID, "x-hint": "a drivers id such as amdgpu-30-20"},
+            ),
             "notes": _string("What the rule means for a user.", TEXT_BLOCK, "text without control characters"),
         },
+    )
+
+
+def _driver_release() -> Json:
+    return _object(
+        "A vendor driver release and the version hosts report for it (AMD: release 30.20.x reports amdgpu 6.16.x).",
+        {
+            "family": _string("Family id.", ID, "a family id"),
+            "release": _string("The vendor's name or number of the release.", TEXT_LINE, "one line of text"),
+            "reports": _string(
+                "The version hosts report for this release (kernel module version), as a prefix: 6.16 matches 6.16.6.",
+                VERSION,
+                "a version prefix such as 6.16",
+            ),
+            "sources": _sources(),
+            "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
+        },
+        required=("family", "release", "reports"),
     )
 
 
@@ -395,7 +428,11 @@ def _os() -> Json:
         "An OS base: what an image built on it gets from its package manager.",
         {
             "name": _string("Human name.", TEXT_LINE, "one line of text"),
-            "python": _string("The system Python (python3) of this release.", PYTHON, "a version such as 3.12"),
+            "python": _string(
+                "The system Python (python3) of this release (left out when not verified).",
+                PYTHON,
+                "a version such as 3.12",
+            ),
             "glibc": _string("glibc version of the release.", VERSION, "a version such as 2.39"),
             "package_manager": {
                 "type": "string",
@@ -404,7 +441,7 @@ def _os() -> Json:
             },
             "sources": _sources(),
         },
-        required=("name", "python", "package_manager"),
+        required=("name", "package_manager"),
     )
 
 
@@ -449,6 +486,9 @@ def matrix_schema() -> Json:
             },
             "families": _table_of("Accelerator families, keyed by id.", "#/$defs/family"),
             "skus": _table_of("Accelerator models, keyed by id.", "#/$defs/sku"),
+            "drivers": _table_of(
+                "Vendor driver releases and the versions hosts report for them, keyed by id.", "#/$defs/driver_release"
+            ),
             "runtimes": _table_of("Runtime releases, keyed by id.", "#/$defs/runtime"),
             "envs": _table_of("Environments, keyed by id.", "#/$defs/env"),
         },
@@ -458,6 +498,7 @@ def matrix_schema() -> Json:
             "family": _family(),
             "sku": _sku(),
             "driver": _driver(),
+            "driver_release": _driver_release(),
             "image": _image(),
             "runtime": _runtime(),
             "requirements": _requirements(),

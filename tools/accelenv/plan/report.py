@@ -88,6 +88,10 @@ def markdown(matrix: Matrix) -> str:
                 f"(compat >= {d.compat_min})" if d.compat_min else "",
                 f"< {d.max}" if d.max else "",
                 f"known good {', '.join(d.accepted)}" if d.accepted else "",
+                "documented "
+                + ", ".join(f"{matrix.drivers[r].release} ({matrix.drivers[r].reported_as})" for r in d.releases)
+                if d.releases
+                else "",
             )
             if part
         )
