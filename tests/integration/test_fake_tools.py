@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from hostkit import Pci, capture, make_root, reorder_query
+from reference import REFERENCE_MATRIX
 
 from accelenv.contracts import check_schema, inspect_schema
 from accelenv.host.probes.nvidia import QUERY_FIELDS
@@ -33,7 +34,7 @@ def tool(folder: Path, name: str, body: str, *, executable: bool = True) -> None
 
 
 def accelenv(*args: str, path: Path, root: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{path}:/usr/bin:/bin", "ACCELENV_MATRIX": str(REPO / "matrix.toml")}
+    env = {**os.environ, "PATH": f"{path}:/usr/bin:/bin", "ACCELENV_MATRIX": str(REFERENCE_MATRIX)}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     return subprocess.run(
         [sys.executable, "-m", "accelenv", *args, "--root", str(root)],

@@ -16,6 +16,7 @@ import pytest
 import requests
 from hostkit import LoopbackServer, build_wheel, write_simple_index
 from packaging.requirements import Requirement
+from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import Matrix, Requirements, load_matrix
 from accelenv.outdated import PYPI_SIMPLE, check_matrix, render_github
@@ -49,7 +50,7 @@ def with_env_pins(matrix: Matrix, env_id: str, packages: list[str], extra_index_
 
 
 def test_real_pypi_answers_and_a_simple_index_on_loopback(served: Path) -> None:
-    matrix = load_matrix(REPO / "matrix.toml")
+    matrix = load_matrix(REFERENCE_MATRIX)
     with LoopbackServer(served) as server, requests.Session() as session:
         simple = f"{server.url}/simple"
         matrix = with_env_pins(
@@ -80,7 +81,7 @@ def test_an_index_nobody_listens_on_is_a_problem_not_an_exception() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     dead = f"http://127.0.0.1:{port}/simple"
-    matrix = with_env_pins(load_matrix(REPO / "matrix.toml"), "cpu-py311", ["ray==2.58.0"], (dead,))
+    matrix = with_env_pins(load_matrix(REFERENCE_MATRIX), "cpu-py311", ["ray==2.58.0"], (dead,))
     with requests.Session() as session:
         findings, problems = check_matrix(matrix, session, envs=["cpu-py311"], pypi_url=f"http://127.0.0.1:{port}")
     assert findings == []

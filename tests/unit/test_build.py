@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.build.context import (
     BuildError,
@@ -73,11 +74,11 @@ class FakeEngine:
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
 def plan(matrix: Matrix, env: str = "cpu-py311", lock: str = LOCK) -> BuildPlan:
-    text = (REPO / "matrix.toml").read_text()
+    text = (REFERENCE_MATRIX).read_text()
     return plan_build(matrix, matrix.envs[env], matrix_text=text, lock=lock, accelenv_source="src")
 
 
@@ -180,7 +181,7 @@ def test_content_hash_follows_what_goes_in(matrix: Matrix) -> None:
 
 
 def test_another_envs_change_does_not_touch_this_image(matrix: Matrix) -> None:
-    text = (REPO / "matrix.toml").read_text()
+    text = (REFERENCE_MATRIX).read_text()
     changed = text.replace(
         'requirements.packages = ["torch==2.9.1+cu126"', 'requirements.packages = ["torch==2.9.0+cu126"'
     )
@@ -193,7 +194,7 @@ def test_another_envs_change_does_not_touch_this_image(matrix: Matrix) -> None:
 
 @pytest.mark.parametrize("env", ["cpu-py311", "gpu-nvidia-cu129", "gaudi-1-23"])
 def test_sub_matrix_is_valid_and_holds_one_env(env: str) -> None:
-    validation = validate_text(sub_matrix((REPO / "matrix.toml").read_text(), env))
+    validation = validate_text(sub_matrix((REFERENCE_MATRIX).read_text(), env))
     assert [p.render("sub") for p in validation.problems if p.is_error] == []
     assert validation.matrix is not None
     assert list(validation.matrix.envs) == [env]
@@ -208,7 +209,7 @@ def test_tags(matrix: Matrix) -> None:
 
 
 def test_build_order_groups_shared_bases(matrix: Matrix) -> None:
-    text = (REPO / "matrix.toml").read_text()
+    text = (REFERENCE_MATRIX).read_text()
     plans = [
         plan_build(matrix, matrix.envs[e], matrix_text=text, lock=LOCK, accelenv_source="s")
         for e in ("gpu-nvidia-cu130", "cpu-py311", "gpu-nvidia-cu128", "gaudi-1-23")

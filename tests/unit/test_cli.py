@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.cli import build_parser, main
 from accelenv.fileio import write_atomic
 from accelenv.matrix.locate import LineIndex
 
 REPO = Path(__file__).resolve().parents[2]
-MATRIX = str(REPO / "matrix.toml")
+MATRIX = str(REFERENCE_MATRIX)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -77,6 +78,7 @@ def test_show_json_is_fully_resolved(capsys: pytest.CaptureFixture[str]) -> None
         "compat_min": "525.60.13",
         "max": None,
         "accepted": [],
+        "releases": [],
         "notes": env["runtime"]["driver"]["notes"],
     }
     assert env["base_image"] == {
@@ -116,7 +118,7 @@ def test_show_unknown_env_suggests(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_commands_on_an_invalid_matrix_point_at_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "matrix.toml"
-    text = (REPO / "matrix.toml").read_text()
+    text = (REFERENCE_MATRIX).read_text()
     path.write_text(
         text.replace('ci_tier = "pr"\nsources = ["docker-python-images"]', 'ci_tier = "often"\nsources = []', 1)
     )

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
 from accelenv.edit import parse_value
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def matrix(tmp_path: Path) -> Path:
     path = tmp_path / "matrix.toml"
-    shutil.copy(REPO / "matrix.toml", path)
+    shutil.copy(REFERENCE_MATRIX, path)
     return path
 
 

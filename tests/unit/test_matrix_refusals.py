@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import tomlkit
+from reference import REFERENCE_MATRIX
 
 import accelenv.matrix.load
 from accelenv.cli import main
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = (REPO / "matrix.toml").read_text(encoding="utf-8")
+SHIPPED = (REFERENCE_MATRIX).read_text(encoding="utf-8")
 
 Doc = Any  # a tomlkit document: dict-like, keeps formatting so line numbers stay meaningful
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 import requests
+from reference import REFERENCE_MATRIX
 
 from accelenv.errors import UsageError
 from accelenv.matrix import Matrix, load_matrix
@@ -286,7 +287,7 @@ RATE_LIMITED = "GET https://pypi.org/pypi/ray/json was rate limited (HTTP 429); 
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
 def fake_indexes() -> FakeSession:
@@ -413,12 +414,11 @@ class _CudaSession:
 
 
 def test_newer_cuda_releases_come_from_the_runtime_wheels() -> None:
-    from pathlib import Path
 
     from accelenv.matrix import load_matrix
     from accelenv.outdated import check_matrix
 
-    matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
+    matrix = load_matrix(REFERENCE_MATRIX)
     session = _CudaSession()
     findings, _ = check_matrix(matrix, session, envs=["gpu-nvidia-cu130"], pypi_url="http://pypi.invalid")  # type: ignore[arg-type]
     cuda = [f for f in findings if f.name.startswith("CUDA")]

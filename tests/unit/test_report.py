@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import Matrix, load_matrix
 from accelenv.plan.report import html_page, markdown, report_data, verdict
@@ -15,11 +16,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
-def test_committed_report_is_current(matrix: Matrix) -> None:
-    assert (REPO / "docs" / "compatibility.md").read_text() == markdown(matrix), "run accelenv report -o docs/..."
+def test_committed_report_is_current() -> None:
+    shipped = load_matrix(REPO / "matrix.toml")  # the committed page describes the shipped matrix
+    assert (REPO / "docs" / "compatibility.md").read_text() == markdown(shipped), "run accelenv report -o docs/..."
 
 
 @pytest.mark.parametrize(
