@@ -66,12 +66,14 @@ def outdated(session: nox.Session) -> None:
     session.run("accelenv", "outdated", "--format", "github", *session.posargs)
 
 
-def _register(name: str, env_id: str, python: str, description: str) -> None:
+def _register(name: str, env_id: str, description: str) -> None:
     def body(session: nox.Session) -> None:
         run_environment(session, MATRIX, env_id, REPO)
 
     body.__doc__ = description
-    nox.session(name=name, python=python, default=False)(body)
+    # The session's own virtualenv uses the Python that runs nox: the host check needs nothing more. The
+    # environment's Python (in the description) is looked for after the host check passes.
+    nox.session(name=name, default=False)(body)
 
 
 try:
@@ -80,4 +82,4 @@ except MatrixInvalidError as error:  # nox -l still works; `accelenv validate` s
     print(f"noxfile: matrix.toml cannot be read ({error}); environment sessions are not registered", file=sys.stderr)
 else:
     for spec in session_specs(MATRIX):
-        _register(spec.name, spec.env, spec.python, spec.description)
+        _register(spec.name, spec.env, spec.description)

@@ -32,8 +32,22 @@ def nox(*args: str, envdir: Path) -> subprocess.CompletedProcess[str]:
 def test_nox_lists_sessions_from_the_matrix(tmp_path: Path) -> None:
     result = nox("-l", envdir=tmp_path)
     assert result.returncode == 0, result.stderr
-    for name in ("cpu", "gpu-nvidia", "gpu-amd", "tpu", "neuron", "gaudi", "gpu-nvidia-cu130"):
+    for name in ("cpu", "gpu-nvidia", "gpu-amd", "tpu", "neuron", "gaudi", "gpu-nvidia-cu126"):
         assert f"- {name} -> " in result.stdout
+
+
+@pytest.mark.parametrize("family", ["gpu-nvidia", "gpu-amd", "tpu", "neuron", "gaudi"])
+def test_a_family_session_gets_to_the_host_check_and_stops_there(tmp_path: Path, family: str) -> None:
+    """From a fresh clone on a machine without the devices (and without the environment's Python): no missing
+    lock, no missing interpreter, but the host check's verdict with its fix."""
+    result = nox("-s", family, envdir=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "has no lock file" not in output
+    assert "Python interpreter" not in output
+    assert "--host-only" in output
+    assert "FAIL  hardware.present" in output, output[-3000:]
+    assert "fix: run on a host with" in output
 
 
 def test_cpu_session_passes_and_a_broken_pin_fails_it(tmp_path: Path) -> None:
@@ -43,7 +57,7 @@ def test_cpu_session_passes_and_a_broken_pin_fails_it(tmp_path: Path) -> None:
     assert "accelenv check cpu-py311 --host-only" in output
     assert "verdict: pass" in output
     assert "1 passed" in output  # tests/devices/test_cpu_devices.py: Ray on CPU
-    python = next(tmp_path.glob("cpu*/bin/python"))
+    python = next(tmp_path.glob("cpu-py3.11/bin/python"))  # the environment's venv, beside the session's
     subprocess.run(
         [sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "pytest==9.1.1"],
         check=True,

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import NoReturn
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
 from accelenv.matrix import Matrix, load_matrix
@@ -26,10 +29,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:
-    return load_matrix(REPO / "matrix.toml")
+    return load_matrix(REFERENCE_MATRIX)
 
 
-def test_committed_generated_files_are_current(matrix: Matrix) -> None:
+def test_committed_generated_files_are_current() -> None:
+    matrix = load_matrix(REPO / "matrix.toml")  # the shipped matrix: these are the committed files
     plan = render_plan(matrix, generated_files(REPO))
     for rel, text in plan.files.items():
         assert (REPO / rel).read_text(encoding="utf-8") == text, f"{rel} is stale: run `accelenv render`"
@@ -112,7 +116,7 @@ def test_apply_writes_once_then_nothing_and_removes_gone_envs(matrix: Matrix, tm
 def test_render_check_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    shutil.copy(REPO / "matrix.toml", repo / "matrix.toml")
+    shutil.copy(REFERENCE_MATRIX, repo / "matrix.toml")
     assert main(["--matrix", str(repo / "matrix.toml"), "render", "--check"]) == 1
     assert "out of date" in capsys.readouterr().out
     assert main(["--matrix", str(repo / "matrix.toml"), "render"]) == 0
@@ -158,7 +162,8 @@ def test_uv_platform_follows_the_os_glibc() -> None:
     assert uv_platform("linux/arm64", None) == "aarch64-manylinux_2_28"
 
 
-def test_committed_locks_are_current_or_absent(matrix: Matrix) -> None:
+def test_committed_locks_are_current_or_absent() -> None:
+    matrix = load_matrix(REPO / "matrix.toml")  # the shipped matrix: these are the committed locks
     for env in matrix.envs.values():
         state = lock_state(REPO, env, matrix.os[env.os].glibc)
         assert state is not LockState.STALE, f"{env.id}: run `accelenv lock {env.id}`"
@@ -195,8 +200,9 @@ class FakeSession:
     def __init__(self, posargs: list[str] | None = None) -> None:
         self.posargs = posargs or []
         self.calls: list[tuple[str, ...]] = []
+        self.virtualenv = SimpleNamespace(location="/nox/cpu")
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise RuntimeError(message)
 
     def warn(self, message: str) -> None:
@@ -208,7 +214,10 @@ class FakeSession:
     def install(self, *args: str) -> None:
         self.calls.append(("install", *args))
 
-    def run(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def run_install(self, *args: str, external: bool = False) -> None:
+        self.calls.append(("run_install", *args))
+
+    def run(self, *args: str, env: dict[str, str] | None = None, external: bool = False) -> None:
         self.calls.append(("run", *args))
 
 
@@ -216,7 +225,7 @@ def test_a_session_without_a_lock_says_how_to_make_one(matrix: Matrix) -> None:
     from accelenv.plan.sessions import run_environment
 
     with pytest.raises(RuntimeError) as raised:
-        run_environment(FakeSession(), matrix, "gpu-nvidia-cu128", REPO)
+        run_environment(FakeSession(), matrix, "gpu-nvidia-cu128", REFERENCE_MATRIX.parent)
     assert str(raised.value) == (
         "gpu-nvidia-cu128 has no lock file (envs/gpu-nvidia-cu128/requirements.lock). Create it where its indexes "
         "are reachable (https://pypi.org/simple, https://download.pytorch.org/whl/cu128): "
@@ -230,16 +239,41 @@ def test_a_session_checks_the_host_before_installing_and_again_after(
     from accelenv.plan.sessions import run_environment
 
     monkeypatch.delenv("CI", raising=False)  # under CI the opt-in is refused (tested above)
+    shipped = load_matrix(REPO / "matrix.toml")  # its cpu lock is committed
     session = FakeSession(["--skip-missing-hardware", "-k", "ray"])
-    run_environment(session, matrix, "cpu-py311", REPO)
-    steps = [c[:4] for c in session.calls if c[0] in ("install", "run")]
+    run_environment(session, shipped, "cpu-py311", REPO, find_python=lambda version: f"/usr/bin/python{version}")
+    steps = [(c[0], *(Path(a).name if a.startswith("/") else a for a in c[1:5])) for c in session.calls]
+    steps = [s for s in steps if s[0] != "log"]
+    lock = str(REPO / "envs" / "cpu-py311" / "requirements.lock")
     assert steps == [
-        ("install", "-e", str(REPO)),
-        ("run", "accelenv", "check", "cpu-py311"),
-        ("install", "--require-hashes", "-r", str(REPO / "envs" / "cpu-py311" / "requirements.lock")),
-        ("run", "accelenv", "check", "cpu-py311"),
-        ("run", "pytest", "tests/devices/test_cpu_devices.py", "-o"),
+        ("install", "-e", REPO.name),
+        ("run", "accelenv", "check", "cpu-py311", "--host-only"),
+        ("run_install", "uv", "venv", "--clear", "--quiet"),
+        ("run_install", "uv", "pip", "install", "--quiet"),
+        ("run_install", "uv", "pip", "install", "--quiet"),
+        ("run", "accelenv", "check", "cpu-py311", "--allow-missing-hardware"),
+        ("run", "python", "-m", "pytest", "tests/devices/test_cpu_devices.py"),
     ]
+    venv_call = next(c for c in session.calls if c[0] == "run_install" and "venv" in c)
+    assert venv_call[-3:] == ("--python", "/usr/bin/python3.11", "/nox/cpu-py3.11")  # beside the session's own
+    install_lock = [c for c in session.calls if c[0] == "run_install"][-1]
+    assert install_lock[-3:] == ("--require-hashes", "-r", lock)
     host_check = next(c for c in session.calls if c[:3] == ("run", "accelenv", "check"))
     assert host_check[4:] == ("--host-only", "--allow-missing-hardware")
     assert session.calls[-1][-2:] == ("-k", "ray")
+
+
+def test_a_missing_python_is_named_after_the_host_check_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelenv.plan.sessions import run_environment
+
+    monkeypatch.delenv("CI", raising=False)
+    shipped = load_matrix(REPO / "matrix.toml")
+    session = FakeSession()
+    with pytest.raises(RuntimeError) as raised:
+        run_environment(session, shipped, "cpu-py311", REPO, find_python=lambda version: None)
+    assert [c[:3] for c in session.calls if c[0] == "run"] == [("run", "accelenv", "check")]  # it got that far
+    assert str(raised.value) == (
+        "cpu-py311 runs on Python 3.11, which is not installed on this machine (the host check above passed). "
+        "Install it, then run the session again: `uv python install 3.11`, your distribution's python3.11 "
+        "package, or `pyenv install 3.11` with it on PATH."
+    )
