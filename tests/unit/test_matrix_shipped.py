@@ -14,6 +14,7 @@ from accelenv.matrix import Matrix, Severity, load_matrix, validate_file
 from accelenv.matrix.model import LiteralVersion
 from accelenv.matrix.rules import wheel_tag_for
 from accelenv.matrix.schema import schema_text
+from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,104 +69,147 @@ def test_every_schema_property_is_described_and_closed(name: str) -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
-def test_families_and_defaults(matrix: Matrix) -> None:
-    assert set(matrix.families) == {"nvidia", "amd", "tpu", "neuron", "gaudi", "cpu"}
-    sessions = {f.session for f in matrix.families.values()}
-    assert sessions == {"cpu", "gpu-nvidia", "gpu-amd", "tpu", "neuron", "gaudi"}
+def test_every_family_has_a_default_environment(matrix: Matrix) -> None:
     for family in matrix.families.values():
-        default = matrix.default_env(family.id)
-        assert default is not None, family.id
-    assert sum(1 for e in matrix.envs.values() if e.family == "nvidia") >= 3
+        assert matrix.default_env(family.id) is not None, f"{family.id}: `nox -s {family.session}` has nothing to run"
 
 
-REQUIRED_SKUS = {
-    # the SKUs the project promises, by the architecture the rules rely on
-    "a100-sxm4-80gb": "sm_80",
-    "h100-sxm": "sm_90",
-    "h100-nvl": "sm_90",
-    "h200": "sm_90",
-    "gh200": "sm_90",
-    "l4": "sm_89",
-    "l40s": "sm_89",
-    "b200": "sm_100",
-    "gb200": "sm_100",
-    "b300": "sm_103",
-    "rtx-pro-6000-server": "sm_120",
-    "mi300x": "gfx942",
-    "mi325x": "gfx942",
-    "mi355x": "gfx950",
-    "tpu-v5e": "v5e",
-    "tpu-v5p": "v5p",
-    "tpu-v6e": "v6e",
-    "tpu7x": "tpu7x",
-    "trn1": "neuroncore-v2",
-    "trn2": "neuroncore-v3",
-    "inf2": "neuroncore-v2",
-    "gaudi2": "gaudi2",
-    "gaudi3": "gaudi3",
-}
+def test_every_default_environment_is_locked_for_every_platform(matrix: Matrix) -> None:
+    """`nox -s <family>` from a fresh clone gets to the host check: its lock is committed, current, and covers
+    each platform the environment declares."""
+    for family in matrix.families.values():
+        env = matrix.default_env(family.id)
+        assert env is not None
+        assert lock_state(REPO, env, glibc_of(matrix, env)) is LockState.CURRENT, f"run `accelenv lock {env.id}`"
+        header = lock_path(REPO, env.id).read_text(encoding="utf-8").splitlines()[2]
+        assert header.startswith(f"# python {env.python}; platforms {', '.join(sorted(env.platforms))};"), header
+        assert "--hash=sha256:" in lock_path(REPO, env.id).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(("sku", "arch"), sorted(REQUIRED_SKUS.items()))
-def test_required_skus(matrix: Matrix, sku: str, arch: str) -> None:
-    assert matrix.skus[sku].arch == arch
-    assert matrix.skus[sku].sources, "every SKU cites a source"
+def test_the_support_window_holds(matrix: Matrix) -> None:
+    """README "Support window": one release per line, no runtime without an environment unless it is its
+    family's newest, at most three lines per family."""
+    validation = validate_file(REPO / "matrix.toml")
+    assert [p.render("matrix.toml") for p in validation.problems if p.rule == "support-window"] == []
+    used = {env.runtime for env in matrix.envs.values()}
+    for family in matrix.families.values():
+        runtimes = [rt for rt in matrix.runtimes.values() if rt.family == family.id and rt.version is not None]
+        assert len(runtimes) <= 3, f"{family.id}: {[rt.id for rt in runtimes]}"
+        newest = max(runtimes, key=lambda rt: rt.version or LiteralVersion("0"), default=None)
+        assert all(rt.id in used or rt is newest for rt in runtimes)
 
 
-def test_required_runtimes(matrix: Matrix) -> None:
-    versions = {(rt.family, str(rt.version)) for rt in matrix.runtimes.values()}
-    for expected in [
-        ("nvidia", "12.6.3"),
-        ("nvidia", "12.8.1"),
-        ("nvidia", "12.9.1"),
-        ("nvidia", "13.0.0"),
-        ("gaudi", "1.22.0"),
-        ("gaudi", "1.23.0"),
-    ]:
-        assert expected in versions
-    assert {v.rpartition(".")[0] for f, v in versions if f == "amd"} == {"6.3", "6.4", "7.0"}
-    assert len([1 for f, _ in versions if f == "neuron"]) >= 2
-    assert len([1 for f, _ in versions if f == "tpu"]) >= 2
+def test_every_sku_has_a_driver_floor_or_a_stated_reason(matrix: Matrix) -> None:
+    for sku in matrix.skus.values():
+        family = matrix.families[sku.family]
+        if family.kernel_modules:
+            has_floor = sku.driver_min is not None
+            assert has_floor or sku.no_driver_min or family.no_sku_driver_min, sku.id
+            assert not (has_floor and sku.no_driver_min), sku.id
+    # NVIDIA floors are per SKU: the family gives no blanket reason
+    assert not matrix.families["nvidia"].no_sku_driver_min
+    assert all(s.driver_min or s.no_driver_min for s in matrix.skus.values() if s.family == "nvidia")
+
+
+def test_the_nvidia_default_is_pypis_torch_on_cuda_13_and_a_cuda_12_line_remains(matrix: Matrix) -> None:
+    default = matrix.default_env("nvidia")
+    assert default is not None
+    torch = next(r for r in default.requirements.packages if r.name == "torch")
+    assert not default.requirements.extra_index_urls  # PyPI's own build
+    assert not default.requirements.index_url
+    runtime = matrix.runtimes[default.runtime]
+    assert runtime.version is not None
+    assert runtime.version.major == 13
+    assert str(runtime.driver.compat_min) == "580.65.06"  # CUDA 13.x minor-version compatibility: R580 and newer
+    assert "+" not in str(torch.specifier)
+    # drivers below R580 (R535 LTSB, R570, R575) still have a CUDA 12 environment
+    older = [e for e in matrix.envs.values() if e.family == "nvidia" and matrix.runtimes[e.runtime].driver.compat_min]
+    assert any(str(matrix.runtimes[e.runtime].driver.compat_min) == "525.60.13" for e in older)
 
 
 @pytest.mark.parametrize(
-    ("runtime", "floor", "compat"),
+    ("sku", "arch", "pci"),
     [
-        # CUDA release notes: toolkit driver per release; minor-version compatibility floor for 12.x
-        ("cuda-12-6", "560.35.05", "525.60.13"),
-        ("cuda-12-8", "570.124.06", "525.60.13"),
-        ("cuda-12-9", "575.57.08", "525.60.13"),
-        ("cuda-13-0", "580.65.06", None),
+        # SKUs users run, with the ids host tools report (pci.ids, NVIDIA's README, Google's tpu-info, AWS's driver)
+        ("h20", "sm_90", "0x2329"),
+        ("h100-96gb", "sm_90", "0x233d"),
+        ("l40", "sm_89", "0x26b5"),
+        ("a10", "sm_86", "0x2236"),
+        ("a10g", "sm_86", "0x2237"),
+        ("a40", "sm_86", "0x2235"),
+        ("rtx-6000-ada", "sm_89", "0x26b1"),
+        ("t4", "sm_75", "0x1eb8"),
+        ("gb300", "sm_103", "0x31c2"),
+        ("gb10", "sm_121", "0x2e12"),
+        ("hgx-b200-168gb", "sm_100", "0x2909"),
+        ("mi300a", "gfx942", "0x74a0"),
+        ("mi300x", "gfx942", "0x74b5"),  # the virtual function cloud VMs show
+        ("mi308x", "gfx942", "0x74a2"),
+        ("mi250x", "gfx90a", "0x7408"),
+        ("mi210", "gfx90a", "0x740f"),
+        ("mi100", "gfx908", "0x738c"),
+        ("tpu-v4", "v4", "0x005e"),
+        ("inf1", "neuroncore-v1", "0x7064"),
     ],
 )
-def test_cuda_driver_floors(matrix: Matrix, runtime: str, floor: str, compat: str | None) -> None:
-    driver = matrix.runtimes[runtime].driver
-    assert str(driver.min) == floor
-    assert (str(driver.compat_min) if driver.compat_min else None) == compat
+def test_skus_users_run(matrix: Matrix, sku: str, arch: str, pci: str) -> None:
+    assert matrix.skus[sku].arch == arch
+    assert pci in matrix.skus[sku].pci_device_ids
+    assert matrix.skus[sku].sources, "every SKU cites a source"
 
 
-def test_blackwell_and_hopper_support_by_cuda_version(matrix: Matrix) -> None:
-    archs = {rt.id: set(rt.architectures) for rt in matrix.runtimes.values() if rt.family == "nvidia"}
-    assert "sm_100" not in archs["cuda-12-6"]
-    assert {"sm_100", "sm_120"} <= archs["cuda-12-8"]
-    assert "sm_103" not in archs["cuda-12-8"]
-    assert "sm_103" in archs["cuda-12-9"]
-    assert "sm_70" not in archs["cuda-13-0"]
-    assert "sm_101" not in archs["cuda-13-0"]
-    assert "sm_110" in archs["cuda-13-0"]
+def test_every_sku_but_legacy_inf1_is_in_an_environment(matrix: Matrix) -> None:
+    in_env = {s for env in matrix.envs.values() for s in env.skus}
+    assert {s for s in matrix.skus if s not in in_env} == {"inf1"}
+    assert "No environment" in matrix.skus["inf1"].notes
 
 
-def test_wheel_tags_follow_versions(matrix: Matrix) -> None:
-    assert wheel_tag_for("cu{major}{minor}", LiteralVersion("12.8.1")) == "cu128"
-    assert wheel_tag_for("rocm{major}.{minor}", LiteralVersion("6.4.1")) == "rocm6.4"
-    assert matrix.runtimes["rocm-7-0"].wheel_tag == "rocm7.0"
+@pytest.mark.parametrize(
+    ("sku", "floor"),
+    [
+        # open kernel modules README history: the release from which every later release lists the device
+        ("b300", "580.95.05"),
+        ("gb300", "580.95.05"),
+        ("rtx-pro-6000-workstation", "570.133.07"),
+        ("rtx-pro-6000-maxq", "570.133.07"),
+        ("h200-nvl", "565.57.01"),
+        ("b200", "570.133.20"),  # NVIDIA's GPU Operator statement is above the listing
+    ],
+)
+def test_nvidia_floors_from_the_driver_listings(matrix: Matrix, sku: str, floor: str) -> None:
+    assert str(matrix.skus[sku].driver_min) == floor
+
+
+def test_runtime_facts_from_their_sources(matrix: Matrix) -> None:
+    cuda = [rt for rt in matrix.runtimes.values() if rt.family == "nvidia"]
+    for rt in cuda:
+        assert rt.version is not None
+        if rt.version.major >= 13:
+            assert not {"sm_50", "sm_60", "sm_70", "sm_72"} & set(rt.architectures)  # 13.0 dropped them
+            assert "sm_101" not in rt.architectures  # renumbered sm_110
+    assert matrix.runtimes["cuda-13-2"].components["nvcc"] == "13.2.86"  # cuda-toolkit 13.2.2 wheel METADATA
+    # AMD: hosts report amdgpu module versions (6.x, 7.x), never AMD's 30.x release numbers
+    for rt in matrix.runtimes.values():
+        if rt.family == "amd":
+            assert rt.driver.releases
+            assert not rt.driver.accepted
+            assert all(LiteralVersion(matrix.drivers[d].reports).major < 30 for d in rt.driver.releases)
+    # Neuron: a floor with backward compatibility, not one exact driver and not a token 2.0
+    for rt in matrix.runtimes.values():
+        if rt.family == "neuron":
+            assert rt.driver.min is not None
+            assert rt.driver.min > LiteralVersion("2.20")
+            assert not rt.driver.accepted
+    assert "PCIe card" not in matrix.skus["gaudi3"].notes.split("HL-338")[0]
 
 
 def test_literal_versions_print_as_written(matrix: Matrix) -> None:
-    floor = matrix.runtimes["cuda-12-8"].driver.min
-    assert str(floor) == "570.124.06"
-    assert floor == LiteralVersion("570.124.6")
+    floor = matrix.skus["rtx-pro-6000-maxq"].driver_min
+    assert str(floor) == "570.133.07"
+    assert floor == LiteralVersion("570.133.7")
     assert floor > LiteralVersion("570.86.10")
+    assert wheel_tag_for("cu{major}{minor}", LiteralVersion("13.2.2")) == "cu132"
+    assert wheel_tag_for("rocm{major}.{minor}", LiteralVersion("10.0.0")) == "rocm10.0"
 
 
 @pytest.mark.parametrize(
@@ -174,11 +218,17 @@ def test_literal_versions_print_as_written(matrix: Matrix) -> None:
         ("NVIDIA H100 80GB HBM3", "h100-sxm"),
         ("NVIDIA B300 SXM6 AC", "b300"),
         ("NVIDIA GH200 480GB", "gh200"),
+        ("Tesla T4", "t4"),
+        ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"),
         ("AMD Instinct MI300X OAM", "mi300x"),
         ("AMD Instinct MI350X", "mi350x"),
+        ("Arcturus GL-XL [Instinct MI100]", "mi100"),
+        ("AMD Instinct MI250", "mi250"),
+        ("AMD Instinct MI250X", "mi250x"),
         ("HL-325L", "gaudi3"),
         ("HL-225", "gaudi2"),
         ("v5litepod-8", "tpu-v5e"),
+        ("v4-8", "tpu-v4"),
         ("tpu7x-8", "tpu7x"),
         ("nvidia  h200", "h200"),  # whitespace and case do not matter
     ],
