@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import tomlkit
 from hostkit import LoopbackServer, build_wheel, write_simple_index
+from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
 
@@ -33,7 +34,7 @@ def indexes(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def matrix_with_env(tmp_path: Path, index_url: str, extra_url: str, packages: list[str]) -> Path:
-    doc = tomlkit.parse((REPO / "matrix.toml").read_text(encoding="utf-8"))
+    doc = tomlkit.parse(REFERENCE_MATRIX.read_text(encoding="utf-8"))
     env = tomlkit.table()
     env.update(
         {

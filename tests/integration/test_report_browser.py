@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import load_matrix
 from accelenv.plan.report import html_page
@@ -40,7 +41,7 @@ def rows(text: str) -> dict[str, str]:
 
 def test_picking_a_sku_shows_where_it_runs(tmp_path: Path) -> None:
     page = tmp_path / "compatibility.html"
-    page.write_text(html_page(load_matrix(REPO / "matrix.toml")), encoding="utf-8")
+    page.write_text(html_page(load_matrix(REFERENCE_MATRIX)), encoding="utf-8")
     b300 = dom(page, "sku=b300", tmp_path / "p1")
     assert 'data-sku="b300"' in b300
     assert rows(b300) == {

@@ -13,7 +13,7 @@ import requests
 from reference import REFERENCE_MATRIX
 
 from accelenv.errors import UsageError
-from accelenv.matrix import Matrix, load_matrix
+from accelenv.matrix import Hold, Matrix, load_matrix
 from accelenv.outdated import (
     Finding,
     Problem,
@@ -234,6 +234,7 @@ def test_finding_json_names_the_key_to_change() -> None:
         "index": "https://pypi.org/simple",
         "key": "envs.cpu-py311.requirements.packages",
         "note": "newest for Python 3.11",
+        "held": "",
     }
 
 
@@ -247,7 +248,38 @@ def test_render_table_lines_up_findings_and_lists_problems() -> None:
     ]
     assert "1 could not be checked:\n  cpu-py311: pytest: GET x failed: boom\n" in text
     assert text.endswith("runtimes not checked (no machine-readable release source): amd, gaudi, neuron\n")
-    assert render_table([], []).startswith("every pinned package and TPU runtime checked is current\n")
+    assert render_table([], []).startswith(
+        "every pinned package and runtime checked is current, or held back by the support window\n"
+    )
+
+
+def test_releases_a_runtime_holds_back_are_listed_apart_with_the_reason(matrix: Matrix) -> None:
+    """runtimes.<id>.hold: newer upstream releases are news, not a lag, for the runtime and the pins it names."""
+    hold = Hold(reason="jax 0.8.3 pins libtpu==0.0.32.*", packages=("libtpu",))
+    runtime = dataclasses.replace(matrix.runtimes["libtpu-0-0-32"], hold=hold)
+    held_matrix = dataclasses.replace(matrix, runtimes={**matrix.runtimes, runtime.id: runtime})
+    findings, _ = check_matrix(held_matrix, fake_indexes(), envs=["tpu-jax-0-8"])
+    assert [(f.env, f.name, f.held) for f in findings] == [
+        ("tpu-jax-0-8", "jax", ""),  # not named by the hold: still an update to make
+        ("tpu-jax-0-8", "libtpu", hold.reason),
+        ("libtpu-0-0-32", "libtpu", hold.reason),
+        ("libtpu-0-0-32", "jax", hold.reason),
+    ]
+    table = render_table(findings, [])
+    assert table.splitlines()[:2] == [
+        "KIND     ENV          NAME  CURRENT  LATEST    INDEX",
+        "package  tpu-jax-0-8  jax   0.8.3    0.12.0.1  https://pypi.org/simple",
+    ]
+    assert (
+        "3 held back by the support window (news, not a lag):\n"
+        "  tpu-jax-0-8: libtpu 0.0.32 -> 0.0.52: jax 0.8.3 pins libtpu==0.0.32.*\n"
+    ) in table
+    github = render_github(findings)
+    assert github.startswith("### jax 0.12.0.1 is out (environment `tpu-jax-0-8` pins 0.8.3)")
+    assert "### Held back by the support window" in github
+    assert "| libtpu (`libtpu-0-0-32`) | `0.0.32` | `0.0.52` | jax 0.8.3 pins libtpu==0.0.32.* |" in github
+    only_held = render_github([f for f in findings if f.held])
+    assert only_held.startswith("Nothing to update: every newer release found is held back by the support window.")
 
 
 # ---- the whole check, with a fake session -----------------------------------------------------------------------

@@ -988,8 +988,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "outdated",
         "Report newer upstream releases of the pinned packages (PyPI JSON API, PEP 691 indexes) and of runtimes.",
-        "examples:\n  accelenv outdated\n  accelenv outdated --env tpu-jax-0-8 --json\n"
+        "examples:\n  accelenv outdated\n  accelenv outdated --env tpu-jax-0-12 --json\n"
         "  accelenv outdated --format github > findings.md   # one issue-ready section per finding\n\n"
+        "Newer releases of a runtime the matrix holds back (runtimes.<id>.hold: the support window's reason) are\n"
+        "listed apart, with the reason, not as updates to make.\n\n"
         "exit status: 0 the indexes answered (findings or not), 1 some index could not be asked",
         cmd_outdated,
     )

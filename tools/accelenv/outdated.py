@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import html.parser
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
@@ -120,6 +120,7 @@ class Finding:
     latest: str
     index: str
     note: str = ""
+    held: str = ""  # the matrix's reason for staying (runtimes.<id>.hold): news, not a lag
 
     @property
     def key(self) -> str:
@@ -142,6 +143,7 @@ class Finding:
             "index": self.index,
             "key": self.key,
             "note": self.note,
+            "held": self.held,
         }
 
 
@@ -383,7 +385,23 @@ def check_matrix(
             findings.append(result)
         else:
             problems.append(result)
-    return findings, problems
+    return [_with_hold(matrix, f) for f in findings], problems
+
+
+def _with_hold(matrix: Matrix, finding: Finding) -> Finding:
+    """The finding, marked held when the matrix says why its runtime stays (runtimes.<id>.hold)."""
+    if finding.kind == "runtime":
+        runtime = matrix.runtimes.get(finding.env)
+        if runtime is not None and runtime.hold is not None:
+            return replace(finding, held=runtime.hold.reason)
+        return finding
+    env = matrix.envs.get(finding.env)
+    runtime = matrix.runtimes.get(env.runtime) if env is not None else None
+    if runtime is None or runtime.hold is None:
+        return finding
+    if canonicalize_name(finding.name) in {canonicalize_name(p) for p in runtime.hold.packages}:
+        return replace(finding, held=runtime.hold.reason)
+    return finding
 
 
 # CUDA's runtime library ships on PyPI per major release; its version's major.minor is the CUDA release.
@@ -535,9 +553,11 @@ def _check(pin: _Pin, client: IndexClient, prereleases: bool) -> Finding | Probl
 
 
 def render_github(findings: Iterable[Finding]) -> str:
-    """One issue-ready Markdown section per finding: what is newer, where it was found, which key to change."""
+    """One issue-ready Markdown section per finding: what is newer, where it was found, which key to change.
+    Releases held back by the matrix's support window are listed after them, with the reason, not as issues."""
+    findings = list(findings)
     sections = []
-    for f in findings:
+    for f in (f for f in findings if not f.held):
         where = f"environment `{f.env}`" if f.kind == "package" else f"runtime `{f.env}`"
         change = (
             f"`{f.name}=={f.current}` → `{f.name}=={f.latest}`"
@@ -556,19 +576,38 @@ def render_github(findings: Iterable[Finding]) -> str:
         if f.note:
             lines += ["", f"Note: {f.note}."]
         sections.append("\n".join(lines) + "\n")
-    return "\n".join(sections) if sections else "No newer releases found.\n"
+    held = [f for f in findings if f.held]
+    if held:
+        lines = [
+            "### Held back by the support window",
+            "",
+            "| what | pinned | newer | why it stays |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [f"| {f.name} (`{f.env}`) | `{f.current}` | `{f.latest}` | {f.held} |" for f in held]
+        sections.append("\n".join(lines) + "\n")
+    if not sections:
+        return "No newer releases found.\n"
+    if not any(not f.held for f in findings):
+        sections.insert(0, "Nothing to update: every newer release found is held back by the support window.\n")
+    return "\n".join(sections)
 
 
 def render_table(findings: Iterable[Finding], problems: Iterable[Problem]) -> str:
     """Findings as aligned columns, then the problems, then the runtime families nothing here can check."""
+    findings = list(findings)
     rows = [("KIND", "ENV", "NAME", "CURRENT", "LATEST", "INDEX")]
-    rows += [(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings]
+    rows += [(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings if not f.held]
     lines = []
     if len(rows) > 1:
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
         lines += ["  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]) for row in rows]
     else:
-        lines.append("every pinned package and TPU runtime checked is current")
+        lines.append("every pinned package and runtime checked is current, or held back by the support window")
+    held = [f for f in findings if f.held]
+    if held:
+        lines += ["", f"{len(held)} held back by the support window (news, not a lag):"]
+        lines += [f"  {f.env}: {f.name} {f.current} -> {f.latest}: {f.held}" for f in held]
     problems = list(problems)
     if problems:
         lines += ["", f"{len(problems)} could not be checked:"]

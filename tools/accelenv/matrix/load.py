@@ -29,6 +29,7 @@ from accelenv.matrix.model import (
     DriverRule,
     Environment,
     Family,
+    Hold,
     ImageRef,
     LiteralVersion,
     Matrix,
@@ -349,6 +350,7 @@ def _runtime(b: _Builder, key: str, v: dict[str, Any]) -> Runtime:
                 for os_label, i in v["base_images"].items()
             }
         ),
+        hold=Hold(reason=v["hold"]["reason"], packages=tuple(v["hold"].get("packages", ()))) if "hold" in v else None,
         sources=tuple(v.get("sources", ())),
         notes=v.get("notes", ""),
     )

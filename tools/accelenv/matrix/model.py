@@ -188,6 +188,16 @@ class ImageRef:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Hold:
+    """Why a runtime stays where it is although upstream has newer releases (the support window's reason):
+    `accelenv outdated` reports those releases as held, with this reason, instead of as lagging. `packages`
+    are the environment pins that move only with the runtime (libtpu, held by jax's pin)."""
+
+    reason: str
+    packages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class Runtime:
     """A vendor runtime release (CUDA, ROCm, Neuron SDK, libtpu, Gaudi software, or plain CPU)."""
 
@@ -200,6 +210,7 @@ class Runtime:
     architectures: tuple[str, ...]
     driver: DriverRule
     base_images: Mapping[str, ImageRef]
+    hold: Hold | None = None
     sources: tuple[str, ...]
     notes: str
 

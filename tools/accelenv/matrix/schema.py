@@ -322,6 +322,18 @@ def _runtime() -> Json:
                 "additionalProperties": {"$ref": "#/$defs/image"},
                 "minProperties": 1,
             },
+            "hold": _object(
+                "Why the runtime stays where it is although upstream has newer releases; accelenv outdated reports "
+                "those as held, with this reason.",
+                {
+                    "reason": _string("The reason, for a reader.", TEXT_LINE, "one line of text"),
+                    "packages": _list(
+                        "Environment pins that move only with this runtime (libtpu with jax's pin).",
+                        {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*$", "x-hint": "a package name"},
+                    ),
+                },
+                required=("reason",),
+            ),
             "sources": _sources(),
             "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
         },
