@@ -15,7 +15,7 @@ from accelenv.check.verdict import Status
 from accelenv.host.discover import match_sku
 from accelenv.host.report import Accelerator, Container, Device, HostReport, Limits, OsInfo, PythonInfo
 from accelenv.matrix import Severity, validate_text
-from accelenv.matrix.rules import release_line
+from accelenv.matrix.model import release_line
 
 if TYPE_CHECKING:
     from accelenv.matrix import Matrix, Problem

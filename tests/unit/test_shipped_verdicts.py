@@ -157,3 +157,48 @@ def test_gaudi2_on_the_1_22_1_driver_is_not_known_to_work_with_newer_software(tm
     finding = driver(matrix, default(matrix, "gaudi"), report)
     assert finding.status is Status.WARN
     assert "is not one known to work" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("device", "accelerator_type", "sku"), [("0x006f", "v6e-4", "tpu-v6e"), ("0x005e", "v4-8", "tpu-v4")]
+)
+def test_tpu_hosts_run_the_default_jax(
+    tmp_path: Path, matrix: Matrix, device: str, accelerator_type: str, sku: str
+) -> None:
+    root = make_root(
+        tmp_path / "tpu",
+        pci=[Pci(f"0000:00:0{i}.0", "0x1ae0", device, klass="0x120000", driver="vfio-pci") for i in range(4, 8)],
+        modules={},
+    )
+    python = PythonInfo(
+        version="3.12.3", implementation="CPython", executable="python3", distributions={"libtpu": ["0.0.50.1"]}
+    )
+    report = discover(
+        matrix,
+        root=Root(root),
+        runner=FakeRunner(
+            {"tpu-info --version": capture("tpu-info--version__cloud-accelerator-diagnostics-README__v6e.txt")}
+        ),
+        environ={"TPU_ACCELERATOR_TYPE": accelerator_type},
+        families=["tpu"],
+        python=python,
+    )
+    acc = report.accelerator("tpu")
+    assert acc is not None
+    assert {d.sku for d in acc.devices} == {sku}
+    findings = {f.id: f for f in check(matrix, default(matrix, "tpu"), report, host_only=True)}
+    assert findings["devices.arch"].status is Status.PASS
+    assert findings["runtime.version"].status is Status.PASS  # libtpu 0.0.50.1 is what jax 0.12.0.1 pins
+
+
+def test_last_years_libtpu_is_another_release_line(tmp_path: Path, matrix: Matrix) -> None:
+    root = make_root(tmp_path / "tpu", pci=[Pci("0000:00:04.0", "0x1ae0", "0x006f", driver="vfio-pci")], modules={})
+    python = PythonInfo(
+        version="3.12.3", implementation="CPython", executable="python3", distributions={"libtpu": ["0.0.32"]}
+    )
+    report = discover(matrix, root=Root(root), runner=FakeRunner({}), environ={}, families=["tpu"], python=python)
+    finding = next(
+        f for f in check(matrix, default(matrix, "tpu"), report, host_only=True) if f.id == "runtime.version"
+    )
+    assert finding.status is Status.WARN
+    assert finding.expected == "0.0.50.x"

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
-from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion
+from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, release_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -473,15 +473,17 @@ def _runtime_version(family: Family, runtime: Runtime, acc: Accelerator) -> Iter
             fix="" if status is Status.PASS else f"install a driver that supports CUDA {wanted} or newer",
         )
         return
-    same = have == wanted
+    line = release_line(runtime.version)  # ROCm 7.14, Gaudi 1.24, libtpu 0.0.50: what a release line is
+    same = release_line(found)[: len(line)] == line
+    shown = ".".join(map(str, line))
     yield Finding(
         id="runtime.version",
         status=Status.PASS if same else Status.WARN,
-        expected=f"{wanted}.x",
+        expected=f"{shown}.x",
         found=acc.runtime_version,
         message=f"host {runtime.name.split()[0]} {acc.runtime_version}"
         + ("" if same else f" differs from the environment's {runtime.version}"),
-        fix="" if same else f"install the {wanted} release on the host, or use the environment that matches it",
+        fix="" if same else f"install the {shown} release on the host, or use the environment that matches it",
     )
 
 

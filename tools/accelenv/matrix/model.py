@@ -23,6 +23,14 @@ PLATFORM_MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 """Container platforms an environment may be built for, and the machine (`uname -m`) each runs on."""
 
 
+def release_line(version: Version) -> tuple[int, ...]:
+    """The release line a version belongs to: major.minor, or for 0.x versions everything up to the first
+    non-zero component (CUDA 13.2.2 -> 13.2, ROCm 7.14.1 -> 7.14, jax 0.8.3 -> 0.8, libtpu 0.0.52 -> 0.0.52)."""
+    release = (*version.release, 0)
+    first = next((i for i, part in enumerate(release) if part), len(release) - 1)
+    return release[:2] if first == 0 else release[: first + 1]
+
+
 class LiteralVersion(Version):
     """A `Version` that prints as written: driver 570.124.06 stays 570.124.06, not 570.124.6."""
 

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from accelenv.matrix.model import PLATFORM_MACHINES, DriverRelease, Environment, Family, OsBase, Runtime, Sku
+from accelenv.matrix.model import (
+    PLATFORM_MACHINES,
+    DriverRelease,
+    Environment,
+    Family,
+    OsBase,
+    Runtime,
+    Sku,
+    release_line,
+)
 from accelenv.matrix.problems import Severity, suggest
 
 if TYPE_CHECKING:
@@ -569,14 +578,6 @@ def driver_floors(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]
                 ),
                 rule="driver-floor",
             )
-
-
-def release_line(version: Version) -> tuple[int, ...]:
-    """The release line a version belongs to: major.minor, or for 0.x versions everything up to the first
-    non-zero component (CUDA 13.2.2 -> 13.2, ROCm 7.14.1 -> 7.14, jax 0.8.3 -> 0.8, libtpu 0.0.52 -> 0.0.52)."""
-    release = (*version.release, 0)
-    first = next((i for i, part in enumerate(release) if part), len(release) - 1)
-    return release[:2] if first == 0 else release[: first + 1]
 
 
 @rule
