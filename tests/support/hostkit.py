@@ -183,3 +183,12 @@ class LoopbackServer:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def gaudi2_hl_smi_csv() -> str:
+    """`hl-smi -Q ... -f csv,noheader` for two of the Ray docs capture's HL-225s (driver 1.22.1-97ec1a4), in the
+    field order accelenv asks for."""
+    return "".join(
+        f"{i}, HL-225, 0000:{bus}:00.0, 1.22.1-97ec1a4, 98304 MiB, 01P0-HL2080A0-15-TF8A81-09-07-0{i}\n"
+        for i, bus in enumerate(["33", "9a"])
+    )

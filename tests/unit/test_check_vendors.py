@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostkit import FakeRunner, Pci, capture, make_root
+from hostkit import FakeRunner, Pci, capture, gaudi2_hl_smi_csv, make_root
 from reference import REFERENCE_MATRIX
 
 from accelenv.check.checks import check
@@ -151,10 +151,7 @@ def test_amd_rocr_and_hip_visible_devices_disagree(tmp_path: Path, matrix: Matri
 
 def test_gaudi2_on_1_22_1(tmp_path: Path, matrix: Matrix) -> None:
     table = capture("hl-smi__ray-docs__8x-HL-225-Gaudi2__1.22.1.txt")
-    csv = "".join(
-        f"{i}, HL-225, 0000:{bus}:00.0, 1.22.1-97ec1a4, 98304 MiB, 01P0-HL2080A0-15-TF8A81-09-07-0{i}\n"
-        for i, bus in enumerate(["33", "9a"])
-    )
+    csv = gaudi2_hl_smi_csv()
     report = host(
         tmp_path,
         matrix,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostkit import FakeRunner, Pci, capture, make_root, reorder_query
+from hostkit import FakeRunner, Pci, capture, gaudi2_hl_smi_csv, make_root, reorder_query
 
 from accelenv.check.checks import check
 from accelenv.check.verdict import Finding, Status
@@ -138,10 +138,7 @@ def test_trn1_driver_is_a_floor_with_backward_compatibility(
 
 
 def test_gaudi2_on_the_1_22_1_driver_is_not_known_to_work_with_newer_software(tmp_path: Path, matrix: Matrix) -> None:
-    csv = "".join(
-        f"{i}, HL-225, 0000:{bus}:00.0, 1.22.1-97ec1a4, 98304 MiB, 01P0-HL2080A0-15-TF8A81-09-07-0{i}\n"
-        for i, bus in enumerate(["33", "9a"])
-    )
+    csv = gaudi2_hl_smi_csv()
     report = host(
         tmp_path,
         matrix,
