@@ -15,54 +15,19 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import tomlkit
-
 from accelenv.build.engine import connect
 from accelenv.cli import main as accelenv
 
 REPO = Path(__file__).resolve().parents[1]
-BASE = os.environ.get("ACCELENV_CI_BASE_IMAGE", "accelenv-ci/debian:bookworm-minbase")
+sys.path.insert(0, str(REPO / "tests" / "support"))
+from localmatrix import local_matrix  # noqa: E402 - the builder the image tests use, from tests/support
+
 REPOSITORY = "accelenv-bench"
-
-
-def write_matrix(path: Path, pins: dict[str, list[str]]) -> None:
-    repository, _, tag = BASE.rpartition(":")
-    doc = tomlkit.parse((REPO / "matrix.toml").read_text(encoding="utf-8"))
-    runtime = tomlkit.table()
-    runtime.update(
-        {
-            "family": "cpu",
-            "name": "Debian 12 minbase (benchmark)",
-            "wheel_tag": "cpu",
-            "architectures": ["x86_64", "aarch64"],
-            "base_images": {"debian12": {"repository": repository, "tag": tag}},
-        }
-    )
-    doc["runtimes"]["bench-bookworm"] = runtime
-    for env_id, packages in pins.items():
-        env = tomlkit.table()
-        env.update(
-            {
-                "family": "cpu",
-                "runtime": "bench-bookworm",
-                "description": f"benchmark {env_id}",
-                "os": "debian12",
-                "python": "3.11",
-                "platforms": ["linux/amd64"],
-                "skus": ["cpu-x86-64"],
-                "requirements": {"packages": packages},
-                "tests": ["tests/devices/test_cpu_devices.py"],
-                "ci_tier": "pr",
-            }
-        )
-        doc["envs"][env_id] = env
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
 
 
 def run(matrix: Path, *args: str) -> tuple[int, str, float]:
@@ -81,7 +46,7 @@ def main() -> int:
     envs = {"bench-a": ["six==1.17.0"], "bench-b": ["six==1.17.0", "iniconfig==2.3.0"]}
     with tempfile.TemporaryDirectory() as folder, connect() as engine:
         matrix = Path(folder) / "matrix.toml"
-        write_matrix(matrix, envs)
+        local_matrix(matrix, envs, runtime="bench-bookworm")
         assert run(matrix, "lock", *envs)[0] == 0
         code, output, first_s = run(matrix, "build", *envs, "--repository", REPOSITORY, "--json")
         assert code == 0, output
@@ -99,7 +64,7 @@ def main() -> int:
         )
 
         envs["bench-b"] = ["six==1.16.0", "iniconfig==2.3.0"]
-        write_matrix(matrix, envs)
+        local_matrix(matrix, envs, runtime="bench-bookworm")
         assert run(matrix, "lock", "bench-b")[0] == 0
         code, output, change_s = run(matrix, "build", *envs, "--repository", REPOSITORY, "--json")
         print(f"one env's pin changed: rebuilt {built(output)} in {change_s:.1f}s ({change_s / first_s:.2f}x first)")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import tomlkit
+from localmatrix import BASE_IMAGE, local_matrix
 
 from accelenv.cli import main
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-BASE = os.environ.get("ACCELENV_CI_BASE_IMAGE", "accelenv-ci/debian:bookworm-minbase")
+BASE = BASE_IMAGE
 
 
 def _unavailable(reason: str) -> None:
@@ -48,39 +48,7 @@ def engine() -> Iterator[object]:
 
 
 def write_matrix(folder: Path, *, pin: str, base: str = BASE) -> Path:
-    repository, _, tag = base.rpartition(":")
-    doc = tomlkit.parse((REPO / "matrix.toml").read_text(encoding="utf-8"))
-    runtime = tomlkit.table()
-    runtime.update(
-        {
-            "family": "cpu",
-            "name": "Debian 12 minbase (CI)",
-            "wheel_tag": "cpu",
-            "architectures": ["x86_64", "aarch64"],
-            "base_images": {"debian12": {"repository": repository, "tag": tag}},
-        }
-    )
-    doc["runtimes"]["ci-bookworm"] = runtime
-    env = tomlkit.table()
-    env.update(
-        {
-            "family": "cpu",
-            "runtime": "ci-bookworm",
-            "description": "image integration test",
-            "os": "debian12",
-            "python": "3.11",
-            "platforms": ["linux/amd64"],
-            "skus": ["cpu-x86-64"],
-            "requirements": {"packages": [pin]},
-            "tests": ["tests/devices/test_cpu_devices.py"],
-            "ci_tier": "pr",
-        }
-    )
-    doc["envs"]["ci-image"] = env
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "matrix.toml"
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    return path
+    return local_matrix(folder / "matrix.toml", {"ci-image": [pin]}, runtime="ci-bookworm", base=base)
 
 
 def accelenv(matrix: Path, *args: str) -> int:

@@ -18,8 +18,8 @@ import pytest
 from hostkit import Pci, capture, make_root, reorder_query
 from reference import REFERENCE_MATRIX
 
-from accelenv.contracts import check_schema, inspect_schema
 from accelenv.host.probes.nvidia import QUERY_FIELDS
+from accelenv.plan.schemas import check_schema, inspect_schema
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

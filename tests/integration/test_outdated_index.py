@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import requests
 from hostkit import LoopbackServer, build_wheel, write_simple_index
-from packaging.requirements import Requirement
 from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import Matrix, Requirements, load_matrix
-from accelenv.outdated import PYPI_SIMPLE, check_matrix, render_github
+from accelenv.upstream.indexes import PYPI_SIMPLE
+from accelenv.upstream.outdated import check_matrix, render_github
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -42,9 +42,7 @@ def served(tmp_path: Path) -> Path:
 
 def with_env_pins(matrix: Matrix, env_id: str, packages: list[str], extra_index_urls: tuple[str, ...]) -> Matrix:
     env = matrix.envs[env_id]
-    requirements = Requirements(
-        packages=tuple(Requirement(p) for p in packages), index_url=None, extra_index_urls=extra_index_urls
-    )
+    requirements = Requirements(specs=tuple(packages), index_url=None, extra_index_urls=extra_index_urls)
     envs = {**matrix.envs, env_id: dataclasses.replace(env, requirements=requirements)}
     return dataclasses.replace(matrix, envs=envs)
 

@@ -112,7 +112,7 @@ def test_cluster_check(tmp_path: Path) -> None:
     view = summary(results)
     import jsonschema
 
-    from accelenv.contracts import cluster_schema
+    from accelenv.plan.schemas import cluster_schema
 
     document = {"env": "cluster-test", "cluster": view, "nodes": [r.as_json() for r in results]}
     jsonschema.Draft202012Validator(cluster_schema()).validate(document)

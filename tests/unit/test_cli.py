@@ -236,7 +236,7 @@ def test_line_index_handles_toml_shapes() -> None:
 
 
 def test_schema_names_match_the_contracts() -> None:
-    from accelenv.cli import SCHEMA_NAMES
-    from accelenv.contracts import SCHEMAS
+    from accelenv.cli.matrix import SCHEMA_NAMES
+    from accelenv.plan.schemas import SCHEMAS
 
     assert tuple(sorted(SCHEMAS)) == SCHEMA_NAMES

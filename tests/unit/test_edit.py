@@ -10,7 +10,7 @@ import pytest
 from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
-from accelenv.edit import parse_value
+from accelenv.matrix.edit import parse_value
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,6 +3,9 @@
 The same function judges a live host, a replayed snapshot, a container, or each node of a cluster. Each check
 returns a `Finding` with what was expected, what was found, and a fix. Rules come from the matrix (driver
 floors, architectures, pins, visible-device variables); this module only compares.
+
+Why one module of ~600 lines: the checks share their inputs (one environment, one host report) and helpers, and
+run in one order that is the order of the verdict; a reader following one verdict line reads one file.
 """
 
 from __future__ import annotations
@@ -11,11 +14,10 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
-from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, release_line
+from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, canonical_name, release_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -546,9 +548,8 @@ def _visible_devices(family: Family, acc: Accelerator, report: HostReport) -> It
 
 def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
     installed = report.python.distributions
-    for req in env.requirements.packages:
-        pin = next(iter(req.specifier)).version
-        name = canonicalize_name(req.name)
+    for written, pin in env.requirements.pins:
+        name = canonical_name(written)
         versions = installed.get(name, [])
         fid = f"requirements.{name}"
         if not versions:
@@ -557,7 +558,7 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 status=Status.FAIL,
                 expected=pin,
                 found="not installed",
-                message=f"{req.name} is not installed",
+                message=f"{written} is not installed",
                 fix=f"install the environment's lock (nox -s {env.id})",
             )
         elif len(versions) > 1:
@@ -566,11 +567,11 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 status=Status.FAIL,
                 expected=pin,
                 found=", ".join(versions),
-                message=f"{req.name} is installed {len(versions)} times; which one imports is an accident",
-                fix=f"recreate the environment (pip uninstall {req.name} until none is left, then reinstall)",
+                message=f"{written} is installed {len(versions)} times; which one imports is an accident",
+                fix=f"recreate the environment (pip uninstall {written} until none is left, then reinstall)",
             )
         elif _same_version(versions[0], pin):
-            yield Finding(id=fid, status=Status.PASS, expected=pin, found=versions[0], message=f"{req.name} {pin}")
+            yield Finding(id=fid, status=Status.PASS, expected=pin, found=versions[0], message=f"{written} {pin}")
         else:
             label_note = ""
             if versions[0].partition("+")[0] == pin.partition("+")[0]:
@@ -580,7 +581,7 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 status=Status.FAIL,
                 expected=pin,
                 found=versions[0],
-                message=f"{req.name} {versions[0]} is installed, {env.id} pins {pin}{label_note}",
+                message=f"{written} {versions[0]} is installed, {env.id} pins {pin}{label_note}",
                 fix=f"install the environment's lock (nox -s {env.id}); a plain pip install may pull another build",
             )
 

@@ -9,6 +9,9 @@ then by product name.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv.host.pci import device_nodes, module_versions, scan_pci
@@ -16,7 +19,6 @@ from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
 from accelenv.host.report import Accelerator, Device, HostReport, PciDevice, PythonInfo
-from accelenv.host.topology import summary as topology_summary
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -47,14 +49,39 @@ def builtin_probe(family: str) -> FamilyProbe:
 def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
     """Built-in probes (of `families`, default all), then any registered under the `accelenv.probes`
     entry-point group: a plugin may add a family or replace a built-in one."""
-    import importlib.metadata  # entry points are only scanned when a command needs probes
-
     wanted = set(BUILTIN_PROBES if families is None else families)
     found: dict[str, FamilyProbe] = {f: builtin_probe(f) for f in BUILTIN_PROBES if f in wanted}
+    if not plugins_installed():
+        return found
+    import importlib.metadata  # the full entry-point machinery, only when some distribution declares a probe
+
     for entry in importlib.metadata.entry_points(group=PROBE_ENTRY_POINTS):
         probe = entry.load()()
         found[str(probe.family)] = probe
     return found
+
+
+def plugins_installed(paths: Iterable[str] | None = None) -> bool:
+    """Whether any distribution on `paths` (default sys.path) declares `accelenv.probes` entry points: a quick
+    look at the `entry_points.txt` files, which spares `importlib.metadata` (the slowest import of a check)
+    when there are none."""
+    marker = f"[{PROBE_ENTRY_POINTS}]"
+    for folder in sys.path if paths is None else paths:
+        try:
+            children = os.scandir(folder or ".")
+        except OSError:
+            continue
+        with children:
+            for child in children:
+                if not child.name.endswith((".dist-info", ".egg-info")):
+                    continue
+                try:
+                    text = Path(child.path, "entry_points.txt").read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if marker in text:
+                    return True
+    return False
 
 
 def discover(
@@ -67,9 +94,12 @@ def discover(
     fetch_metadata: Callable[[str], str | None] | None = None,
     registry: Mapping[str, FamilyProbe] | None = None,
     python: PythonInfo | None = None,
+    topology: bool = True,
 ) -> HostReport:
     """Everything that can be seen of this host. `families` limits the vendor tools that run (and always reports
-    those families, even when nothing of them is found). `python` replaces the running interpreter's facts."""
+    those families, even when nothing of them is found). `python` replaces the running interpreter's facts.
+    `topology=False` leaves out the interconnect summary (RDMA devices, GPU links, TPU shape) for a caller that
+    will not look at it: a check whose environment requires none of it."""
     wanted = set(families) if families is not None else None
     selected = [f for f in matrix.families.values() if f.pci_vendor_ids and (wanted is None or f.id in wanted)]
     if registry is None:
@@ -99,8 +129,13 @@ def discover(
         if wanted is not None or _seen(accelerator, results.get(family.id, {})):
             accelerators.append(accelerator)
     topo = results.get("nvidia", {}).get("nvidia-smi-topo")
+    summary: dict[str, object] = {}
+    if topology:
+        from accelenv.host.topology import summary as topology_summary
+
+        summary = topology_summary(root, environ, topo.stdout if topo is not None and topo.ok else None)
     return HostReport(
-        topology=topology_summary(root, environ, topo.stdout if topo is not None and topo.ok else None),
+        topology=summary,
         root=str(root.path),
         os=os_info(root),
         python=python,

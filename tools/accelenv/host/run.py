@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -133,6 +132,10 @@ class ToolRunner:
         """Run several tools at once; the whole batch is bounded by the per-call timeout."""
         if not commands:
             return []
+        if len(commands) == 1:
+            return [self.run(commands[0])]
+        from concurrent.futures import ThreadPoolExecutor  # imported when there is more than one tool to run
+
         with ThreadPoolExecutor(max_workers=min(8, len(commands))) as pool:
             return list(pool.map(self.run, commands))
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from accelenv import __version__
@@ -42,6 +41,9 @@ from accelenv.matrix.model import (
     Source,
 )
 from accelenv.matrix.problems import Problem, Severity, dotted
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 MATRIX_ENV_VAR = "ACCELENV_MATRIX"
 SECTIONS = ("sources", "os", "families", "skus", "drivers", "runtimes", "envs")
@@ -83,6 +85,8 @@ def find_matrix(explicit: str | None = None, start: Path | None = None) -> Path:
 
 def validate_text(text: str, source: str = "matrix.toml") -> Validation:
     """Parse, check against the schema, build the model and apply the rules. Never raises on bad input."""
+    import tomllib
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -106,7 +110,7 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
             broken.add((str(parts[0]) if parts else "", "*"))
     if any(entry == "*" for _, entry in broken):
         return Validation(source=source, matrix=None, problems=tuple(problems))
-    matrix, build_problems = _build(document, broken, source)
+    matrix, build_problems = _build(document, broken, source, check_requirements=True)
     problems.extend(build_problems)
     for finding in check_rules(matrix, skipped=frozenset(broken)):
         problems.append(
@@ -143,26 +147,45 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
         with contextlib.suppress(OSError):
             data = path.read_bytes()
     key = _cache_key(data) if data is not None else None
-    marker = _cache_dir() / key if key else None
-    if data is not None and marker is not None and marker.is_file():
-        with contextlib.suppress(MatrixInvalidError, UnicodeDecodeError):  # validate again if it will not build
-            return model_from_text(data.decode("utf-8"), str(path))
+    cached = _cache_dir() / f"{key}.json" if key else None
+    if cached is not None:
+        with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError):
+            # the document this exact text parsed to, as JSON: no TOML parser to import, no validation to repeat
+            document = json.loads(cached.read_bytes())
+            matrix, problems = _build(document, set(), str(path), check_requirements=False)
+            if not problems:
+                return matrix
     validation = validate_file(path)
     if not validation.ok or validation.matrix is None:
         raise MatrixInvalidError(validation.source, validation.problems)
-    if marker is not None:
-        with contextlib.suppress(OSError):
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.touch()
+    if cached is not None and data is not None:
+        import tomllib
+
+        with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
+            _write_cache(cached, json.dumps(tomllib.loads(data.decode("utf-8")), separators=(",", ":")))
     return validation.matrix
+
+
+def _write_cache(target: Path, text: str) -> None:
+    """Atomically, so a concurrent reader sees the whole document or none."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(target)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
     """The model of a matrix text someone already validated (the cluster driver sends its matrix to the nodes):
     parse and build only, no schema, no rules."""
+    import tomllib
+
     try:
         document = tomllib.loads(text)
-        matrix, problems = _build(document, set(), source)
+        matrix, problems = _build(document, set(), source, check_requirements=False)
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(source, (problem,)) from error
@@ -207,9 +230,10 @@ def _cache_key(data: bytes) -> str | None:
 
 
 class _Builder:
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, check_requirements: bool) -> None:
         self.source = source
         self.problems: list[Problem] = []
+        self.check_requirements = check_requirements  # parse them now (validation), or on first use
 
     def version(self, value: str | None, path: tuple[str, ...]) -> Version | None:
         if value is None:
@@ -223,6 +247,8 @@ class _Builder:
             return None
 
     def requirement(self, value: str, path: tuple[str | int, ...]) -> Requirement | None:
+        from packaging.requirements import InvalidRequirement, Requirement
+
         try:
             return Requirement(value)
         except InvalidRequirement as error:
@@ -235,8 +261,10 @@ def _entries(document: dict[str, Any], section: str, broken: set[tuple[str, str]
     return [(key, value) for key, value in table.items() if (section, key) not in broken]
 
 
-def _build(document: dict[str, Any], broken: set[tuple[str, str]], source: str) -> tuple[Matrix, list[Problem]]:
-    b = _Builder(source)
+def _build(
+    document: dict[str, Any], broken: set[tuple[str, str]], source: str, *, check_requirements: bool
+) -> tuple[Matrix, list[Problem]]:
+    b = _Builder(source, check_requirements=check_requirements)
     sources = {
         key: Source(id=key, title=v["title"], url=v.get("url"), where=v.get("where"))
         for key, v in _entries(document, "sources", broken)
@@ -358,7 +386,11 @@ def _runtime(b: _Builder, key: str, v: dict[str, Any]) -> Runtime:
 
 def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
     req = v["requirements"]
-    packages = [b.requirement(p, ("envs", key, "requirements", "packages", i)) for i, p in enumerate(req["packages"])]
+    specs = [
+        p
+        for i, p in enumerate(req["packages"])
+        if not b.check_requirements or b.requirement(p, ("envs", key, "requirements", "packages", i)) is not None
+    ]
     return Environment(
         id=key,
         family=v["family"],
@@ -370,7 +402,7 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         platforms=tuple(v["platforms"]),
         skus=tuple(v.get("skus", ())),
         requirements=Requirements(
-            packages=tuple(p for p in packages if p is not None),
+            specs=tuple(specs),
             index_url=req.get("index_url"),
             extra_index_urls=tuple(req.get("extra_index_urls", ())),
         ),

@@ -6,9 +6,12 @@ can trust the types and the cross references.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -225,11 +228,51 @@ class Runtime:
 
 @dataclass(frozen=True, kw_only=True)
 class Requirements:
-    """The pinned Python dependencies of an environment and the indexes they come from."""
+    """The pinned Python dependencies of an environment and the indexes they come from.
 
-    packages: tuple[Requirement, ...]
+    `specs` are the requirement strings as the matrix writes them. `packages` parses them with `packaging` on
+    first use; `pins` reads exact pins (`name==version`, all a valid matrix has) without it, which is what
+    `accelenv check` needs: it runs before every test session, and parsing requirements costs more than the
+    rest of its start-up."""
+
+    specs: tuple[str, ...]
     index_url: str | None
     extra_index_urls: tuple[str, ...]
+
+    @cached_property
+    def packages(self) -> tuple[Requirement, ...]:
+        """Every spec as a `Requirement`; one that does not parse is left out (`validate` reports it)."""
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        parsed = []
+        for spec in self.specs:
+            with contextlib.suppress(InvalidRequirement):
+                parsed.append(Requirement(spec))
+        return tuple(parsed)
+
+    @property
+    def pins(self) -> tuple[tuple[str, str], ...]:
+        """(name as written, pinned version) of each exact pin, in order."""
+        out = []
+        for spec in self.specs:
+            match = _EXACT_PIN.fullmatch(spec)
+            if match:
+                out.append((match.group(1), match.group(2)))
+            else:  # not a plain exact pin: let packaging read it
+                from packaging.requirements import InvalidRequirement, Requirement
+
+                with contextlib.suppress(InvalidRequirement, StopIteration):
+                    req = Requirement(spec)
+                    out.append((req.name, next(iter(req.specifier)).version))
+        return tuple(out)
+
+
+_EXACT_PIN = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*===?\s*([A-Za-z0-9.+!_-]+)")
+
+
+def canonical_name(name: str) -> str:
+    """A distribution name as PEP 503 compares it (the rule of `packaging.utils.canonicalize_name`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -59,6 +58,8 @@ def dotted(parts: tuple[str | int, ...] | list[str | int]) -> str:
 def suggest(wrong: str, known: Iterable[str]) -> str | None:
     """The known name a typo most likely meant: close spelling, or a shared 4-letter prefix (archs)."""
     names = sorted(known)
+    import difflib  # only a wrong name pays for it
+
     close = difflib.get_close_matches(wrong, names, n=1)
     if close:
         return close[0]

@@ -2,6 +2,10 @@
 
 The compatibility knowledge itself (which architectures a runtime supports, which driver it needs, how a
 version becomes a wheel tag, which host CPU a SKU comes in) is data in the matrix; the rules only compare.
+
+Why one module of ~600 lines: every rule is a short function over the model, registered in order, sharing the
+reference and version helpers; "what does validate refuse" is answered by reading this one file (the README's
+rule table indexes it).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ The schema is the first gate: shapes, closed vocabularies, and patterns that kee
 whitespace and shell metacharacters out of every value that ends up in a Dockerfile or a shell. Each property
 carries a `description` (editors show it) and, where a pattern guards it, an `x-hint` saying in words what is
 expected; validation messages use the hint instead of the raw regular expression.
+
+Why one module of ~600 lines: the schema is one JSON document whose parts reference each other (`$defs`), and
+its patterns are shared by many properties; split across files, a reader checking what a key accepts would
+chase one document through several.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
@@ -210,6 +209,8 @@ def _as_int(value: object, where: str) -> int:
 
 def _mib(value: object, *, default_unit: str, where: str) -> int | None:
     """A size in MiB from `196592`, `"196592 MB"` or `{"value": 196592, "unit": "MB"}`; None when not reported."""
+    from fractions import Fraction  # exact arithmetic for decimal sizes; only loaded when an AMD size is read
+
     unit = default_unit
     if isinstance(value, Mapping) and "value" in value:
         unit = str(value.get("unit") or default_unit)

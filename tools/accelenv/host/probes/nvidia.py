@@ -18,13 +18,13 @@ Every parser raises `ParseError` and nothing else on output it cannot read.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
 from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
 
 if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
     from collections.abc import Mapping, Sequence
 
     from accelenv.host.run import ToolResult
@@ -148,6 +148,8 @@ def parse_xml(text: str) -> ToolFacts:
     `extra` holds `mig.mode.current`, `product_architecture` (Ampere, Hopper, ...) and `minor_number` (the N of
     /dev/nvidiaN, which is not the index) when the XML gives them. Input that declares entities is refused outright.
     """
+    import xml.etree.ElementTree as ET
+
     what = "nvidia-smi -q -x"
     if "<!ENTITY" in text:
         raise ParseError(f"{what}: expected nvidia-smi XML, found an entity declaration (refused): {_excerpt(text)}")

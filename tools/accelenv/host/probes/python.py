@@ -6,15 +6,12 @@ write them; only other layouts (`.egg-info`, odd names) pay for parsing the META
 
 from __future__ import annotations
 
-import importlib.metadata
-import platform
 import re
 import sys
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from accelenv.host.report import PythonInfo
+from accelenv.matrix.model import canonical_name
 
 _DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[0-9][A-Za-z0-9.+!_]*)\.dist-info$")
 
@@ -35,18 +32,23 @@ def installed_distributions(paths: list[str] | None = None) -> dict[str, list[st
             if match:
                 name, version = match.group("name"), match.group("version")
             else:
+                import importlib.metadata  # only for layouts whose folder name does not say (egg-info)
+
                 meta = importlib.metadata.PathDistribution(child).metadata
                 name, version = meta["Name"], meta["Version"]
                 if not name or not version:
                     continue
-            installed.setdefault(canonicalize_name(name), []).append(version)
+            installed.setdefault(canonical_name(name), []).append(version)
     return {k: sorted(v) for k, v in sorted(installed.items())}
+
+
+_IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "graalpy": "GraalVM"}  # as platform names them
 
 
 def python_info() -> PythonInfo:
     return PythonInfo(
-        version=platform.python_version(),
-        implementation=platform.python_implementation(),
+        version=sys.version.split()[0],
+        implementation=_IMPLEMENTATIONS.get(sys.implementation.name, sys.implementation.name),
         executable=sys.executable,
         distributions=installed_distributions(),
     )

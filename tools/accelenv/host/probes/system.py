@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import re
 from typing import TYPE_CHECKING
 
@@ -34,16 +33,25 @@ def parse_os_release(text: str | None) -> dict[str, str]:
     return values
 
 
+def _glibc() -> str | None:
+    """The running C library's glibc version (`glibc 2.36` from confstr), None for another C library."""
+    try:
+        name, _, version = (os.confstr("CS_GNU_LIBC_VERSION") or "").partition(" ")
+    except (ValueError, OSError):
+        return None
+    return version if name == "glibc" and version else None
+
+
 def os_info(root: Root) -> OsInfo:
     release = parse_os_release(root.read_text("/etc/os-release") or root.read_text("/usr/lib/os-release"))
     glibc: str | None = None
     arch = root.read_value("/proc/sys/kernel/arch")
     kernel = root.read_value("/proc/sys/kernel/osrelease")
     if root.is_live:
-        kernel = kernel or platform.release() or None
-        name, version = platform.libc_ver()
-        glibc = version if name == "glibc" and version else None
-        arch = arch or platform.machine() or None
+        uname = os.uname()
+        kernel = kernel or uname.release or None
+        glibc = _glibc()
+        arch = arch or uname.machine or None
     return OsInfo(
         id=release.get("ID"),
         version_id=release.get("VERSION_ID"),

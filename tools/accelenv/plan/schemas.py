@@ -1,7 +1,8 @@
-"""JSON Schemas of accelenv's machine-readable outputs: `inspect --json` and `check --json`.
+"""The schema/ files, generated: the matrix's JSON Schema and those of accelenv's machine-readable outputs
+(`inspect --json`, `check --json`, `check --ray --json`).
 
-These are contracts for CI and tooling: fields are only added, never renamed or retyped, without a version
-bump. Written to `schema/inspect.schema.json` and `schema/check.schema.json` by `accelenv schema --write`.
+The output schemas are contracts for CI and tooling: fields are only added, never renamed or retyped, without a
+version bump. `accelenv schema --write` writes them all to schema/, as `render` writes Dockerfiles.
 """
 
 from __future__ import annotations

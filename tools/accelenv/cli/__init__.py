@@ -1,0 +1,196 @@
+"""The `accelenv` command line: the table of commands, and the entry point that runs one of them.
+
+Each command group is a module beside this one (`matrix`, `host`, `generate`, `images`, `upstream`) that
+declares its commands' arguments next to their handlers. The table below names each command's module and
+one-line summary, so `accelenv --help` lists every command and `accelenv check` imports only the host group:
+start-up time matters for a command that runs before every test session.
+
+Exit status: 0 success, 1 a finding (invalid matrix, failed check), 2 a usage error, 3 a bug, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING, NamedTuple, TextIO
+
+from accelenv import __version__
+from accelenv.errors import AccelenvError, MatrixInvalidError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from accelenv.cli.common import Command
+
+
+class Entry(NamedTuple):
+    group: str  # the module under accelenv.cli that declares and runs the command
+    summary: str
+
+
+COMMANDS: dict[str, Entry] = {
+    # the matrix: accelenv.cli.matrix
+    "validate": Entry(
+        "matrix", "Check a matrix against the schema and the compatibility rules; report every problem at once."
+    ),
+    "list": Entry("matrix", "List the environments of the matrix."),
+    "show": Entry(
+        "matrix", "Show one environment fully resolved: runtime, driver floors, base image, SKUs, pins, sources."
+    ),
+    "add": Entry(
+        "matrix", "Add a SKU, runtime or environment (or family, os, source) to matrix.toml, validated, layout kept."
+    ),
+    "schema": Entry(
+        "matrix", "Print a JSON Schema (matrix.toml, inspect --json, check --json), or write/check the schema/ files."
+    ),
+    # the host: accelenv.cli.host
+    "inspect": Entry(
+        "host", "Show what this host is: OS, Python, accelerators (PCI, modules, device nodes, vendor tools), limits."
+    ),
+    "check": Entry("host", "Check that this host (or a snapshot) is the environment ENV declares; one line per check."),
+    "snapshot": Entry(
+        "host", "Save what inspect sees (parsed facts and raw tool outputs) so a verdict can be replayed elsewhere."
+    ),
+    "which": Entry("host", "List the environments this host can run, best match first."),
+    # generated files: accelenv.cli.generate
+    "lock": Entry(
+        "generate", "Resolve each environment's pins with uv into envs/<env>/requirements.lock, with hashes."
+    ),
+    "render": Entry(
+        "generate",
+        "Write images/<env>/Dockerfile and envs/<env>/env.json for every environment; remove those of gone ones.",
+    ),
+    "report": Entry(
+        "generate",
+        "The compatibility report: families, runtimes, environments, and which environments run on each SKU.",
+    ),
+    "ci": Entry(
+        "generate", "Fan CI out: one job per environment, as GitHub Actions matrix JSON or a Buildkite pipeline."
+    ),
+    # images: accelenv.cli.images
+    "build": Entry(
+        "images",
+        "Build environment images with the container engine: content-addressed, hermetic, tagged only on success.",
+    ),
+    "verify": Entry(
+        "images",
+        "Start ENV's image, run accelenv check inside it, and compare its labels and distributions with the matrix.",
+    ),
+    "run": Entry(
+        "images", "Run a command in ENV's image with the working tree at /workspace and the family's devices wired in."
+    ),
+    # upstream: accelenv.cli.upstream
+    "outdated": Entry(
+        "upstream",
+        "Report newer upstream releases of the pinned packages (PyPI JSON API, PEP 691 indexes) and of runtimes.",
+    ),
+    "pin": Entry(
+        "upstream",
+        "Pin base images by digest: ask each registry for the digest of the tag and write it into matrix.toml.",
+    ),
+}
+
+MAIN_EPILOG = """\
+examples:
+  accelenv validate                      check matrix.toml against the schema and the rules
+  accelenv list --family nvidia          the NVIDIA environments
+  accelenv show gpu-nvidia-cu132         everything needed to reproduce one environment
+  accelenv show gpu-nvidia --json        a family's session name picks its default environment
+
+The matrix is ./matrix.toml (or the nearest one in a parent folder), $ACCELENV_MATRIX, or --matrix PATH.
+"""
+
+
+def command_spec(name: str) -> Command:
+    """The declaration of command `name`, importing its group (and nothing else)."""
+    module = importlib.import_module(f"accelenv.cli.{COMMANDS[name].group}")
+    spec: Command = module.COMMANDS[name]
+    return spec
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with the arguments of `selected` only (every command is listed; the others are not
+    imported). `build_parser("*")` declares every command, for documentation and tests."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="accelenv",
+        description="Reproducible accelerator environments from one compatibility matrix.",
+        epilog=MAIN_EPILOG,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"accelenv {__version__}")
+    parser.add_argument("--matrix", metavar="PATH", help="the matrix file (default: ./matrix.toml or a parent's)")
+    sub = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
+    for name, entry in COMMANDS.items():
+        if selected in (name, "*"):
+            spec = command_spec(name)
+            p = sub.add_parser(
+                name, help=entry.summary, description=entry.summary, epilog=spec.epilog, formatter_class=formatter
+            )
+            spec.arguments(p)
+            p.set_defaults(spec=spec)
+        else:
+            sub.add_parser(name, help=entry.summary, add_help=False)
+    return parser
+
+
+def _selected(words: list[str]) -> str | None:
+    """The command the words name: the first word that is a command, after the global options."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--matrix":
+            skip = True
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    stdout = out or sys.stdout
+    words = list(sys.argv[1:] if argv is None else argv)
+    trailing: list[str] | None = None
+    if "--" in words:
+        cut = words.index("--")
+        words, trailing = words[:cut], words[cut + 1 :]
+    try:
+        parser = build_parser(_selected(words))
+        args, extra = parser.parse_known_args(words)
+        spec: Command = args.spec
+        if extra:  # KEY=VALUE after an option (`add env X --from Y key=value`): argparse leaves them over
+            if spec.takes_assignments and all("=" in e and not e.startswith("-") for e in extra):
+                args.assignments = [*args.assignments, *extra]
+            else:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if trailing is not None:
+            if not spec.takes_command:
+                parser.error("`--` only goes with `accelenv run ENV -- COMMAND`")
+            args.command = trailing
+        return spec.run(args, stdout)
+    except MatrixInvalidError as error:
+        for problem in error.problems:
+            if problem.is_error:
+                sys.stderr.write(problem.render(error.source) + "\n")
+        sys.stderr.write(f"accelenv: {error}; run `accelenv validate` for details\n")
+        return error.exit_code
+    except AccelenvError as error:
+        sys.stderr.write(f"accelenv: {error}\n")
+        return error.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("accelenv: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as error:  # a bug: say so plainly, keep the traceback for those who ask
+        if os.environ.get("ACCELENV_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(
+            f"accelenv: internal error: {type(error).__name__}: {error}\n"
+            "This is a bug in accelenv; rerun with ACCELENV_DEBUG=1 for the traceback and report it.\n"
+        )
+        return 3

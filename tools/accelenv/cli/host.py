@@ -1,0 +1,259 @@
+"""Commands about this host (or a saved one): inspect, snapshot, check, which.
+
+`check` runs before every test session, so this module imports only what the command it runs needs: start-up
+time is part of the user's experience (benchmarks/check_latency.py measures it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from accelenv.cli.common import Command, host_options, host_report, matrix_of
+from accelenv.cli.output import dump_json, findings, table
+from accelenv.matrix.load import find_matrix
+
+if TYPE_CHECKING:
+    import argparse
+
+    from accelenv.matrix.model import Matrix
+
+
+def _mib(value: int | None) -> str:
+    return f"{value} MiB" if value is not None else "-"
+
+
+# ---------------------------------------------------------------------------------------------------- inspect
+
+
+def inspect_arguments(p: argparse.ArgumentParser) -> None:
+    host_options(p, snapshot=True)
+    p.add_argument("--family", action="append", metavar="F", help="only run the tools of family F (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (schema/inspect.schema.json)")
+
+
+def inspect(args: argparse.Namespace, out: TextIO) -> int:
+    matrix = matrix_of(args)
+    report = host_report(args, matrix, args.family or None, topology=args.json)  # the text shows no topology
+    if args.json:
+        dump_json(report.as_json(), out)
+        return 0
+    o, py = report.os, report.python
+    out.write(
+        f"os          {o.pretty_name or o.id or '-'} (kernel {o.kernel or '-'}, glibc {o.glibc or '-'}, {o.arch})\n"
+    )
+    out.write(
+        f"python      {py.version} {py.implementation} at {py.executable} ({len(py.distributions)} distributions)\n"
+    )
+    lim, c = report.limits, report.container
+    memlock = "unlimited" if lim.memlock_unlimited else _mib(lim.memlock_bytes // 2**20 if lim.memlock_bytes else None)
+    shm = _mib(lim.shm_bytes // 2**20 if lim.shm_bytes else None)
+    out.write(f"limits      /dev/shm {shm}, memlock {memlock}\n")
+    yes = {True: "yes", False: "no"}
+    out.write(
+        f"container   {'inside a container' if c.inside_container else 'not in a container'}; docker socket "
+        f"{yes[c.docker_socket]}; nvidia container toolkit {yes[c.nvidia_container_toolkit]}"
+        f"{'; CDI specs ' + ', '.join(c.cdi_specs) if c.cdi_specs else ''}\n"
+    )
+    if not report.accelerators:
+        out.write(
+            "accelerators none found (no PCI function, kernel module, device node or vendor tool of any family)\n"
+        )
+    for acc in report.accelerators:
+        name = matrix.families[acc.family].name if acc.family in matrix.families else acc.family
+        out.write(
+            f"{acc.family:<11} {name}: driver {acc.driver_version or '-'}, runtime {acc.runtime_version or '-'}, "
+            f"{len(acc.devices)} device(s) via {acc.source}\n"
+        )
+        if acc.shadowed_by:
+            out.write(f"            devices are held by {acc.shadowed_by}, not the vendor driver\n")
+        rows = [
+            [str(d.index), d.name or "-", d.arch or "-", _mib(d.memory_mib), d.pci_bus_id or "-", d.sku or "(unknown)"]
+            for d in acc.devices
+        ]
+        if rows:
+            buffer = io.StringIO()
+            table(rows, ["#", "NAME", "ARCH", "MEMORY", "PCI", "SKU"], buffer)
+            out.write("".join(f"            {line}\n" for line in buffer.getvalue().splitlines()))
+        for error in acc.errors:
+            out.write(f"            problem: {error}\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- snapshot
+
+
+def snapshot_arguments(p: argparse.ArgumentParser) -> None:
+    host_options(p, snapshot=False)
+    p.add_argument("-o", "--output", default="accelenv-snapshot.json", metavar="FILE", help="default: %(default)s")
+
+
+def snapshot(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.host.snapshot import save_snapshot
+
+    matrix = matrix_of(args)
+    report = host_report(args, matrix)
+    target = Path(args.output)
+    save_snapshot(report, target)
+    out.write(
+        f"{target}: snapshot of {len(report.accelerators)} accelerator famil(ies) and {len(report.raw)} tool run(s)\n"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- check
+
+
+def check_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env", metavar="ENV", help="environment id, or a family session name for its default")
+    host_options(p, snapshot=True)
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON (schema/check.schema.json)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="check every alive node of a Ray cluster (ADDRESS, $RAY_ADDRESS, or auto)",
+    )
+    p.add_argument(
+        "--ray-timeout", type=float, default=120.0, metavar="S", help="per cluster check (default %(default)gs)"
+    )
+    p.add_argument("--jsonl", metavar="FILE", help="with --ray: one JSON line per node, for CI artefacts")
+    p.add_argument(
+        "--host-only",
+        action="store_true",
+        help="only what the host decides (hardware, driver, runtime, visible devices): before installing the pins",
+    )
+    p.add_argument(
+        "--allow-missing-hardware",
+        action="store_true",
+        help="no device of the family is a skip, not a failure (laptops; CI never sets this)",
+    )
+
+
+def check(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.check.checks import check as check_env
+    from accelenv.check.verdict import Status, verdict_json
+    from accelenv.matrix.resolve import get_env
+
+    matrix = matrix_of(args)
+    env = get_env(matrix, args.env)
+    if args.ray is not None:
+        return _check_ray(args, matrix, env.id, out)
+    from accelenv.matrix.model import Requires
+
+    report = host_report(args, matrix, [env.family], topology=env.requires != Requires())
+    found = check_env(matrix, env, report, host_only=args.host_only)
+    if args.allow_missing_hardware:
+        found = [
+            dataclasses.replace(f, status=Status.SKIP, message=f.message + " (allowed: --allow-missing-hardware)")
+            if f.id == "hardware.present" and f.status is Status.FAIL
+            else f
+            for f in found
+        ]
+    source = f"snapshot {args.snapshot}" if args.snapshot else f"host (root {report.root})"
+    result = verdict_json(env.id, found, source=source)
+    if args.json:
+        dump_json(result, out)
+    else:
+        out.write(f"accelenv check {env.id} on {source}\n")
+        findings(found, out, id_width=28)
+        counts = result["counts"]
+        out.write(
+            f"verdict: {result['verdict']} ({counts['pass']} passed, {counts['warn']} warned, "
+            f"{counts['fail']} failed, {counts['skip']} skipped)\n"
+        )
+    return 1 if result["verdict"] == "fail" else 0
+
+
+def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextIO) -> int:
+    from accelenv.cluster.ray import check_cluster, summary
+    from accelenv.fileio import write_atomic
+
+    matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
+    family = matrix.envs[env_id].family
+    address = None if args.ray == "auto" else args.ray
+    results = check_cluster(matrix_text, env_id, family, address=address, timeout=args.ray_timeout)
+    cluster = summary(results)
+    if args.jsonl:
+        write_atomic(Path(args.jsonl), "".join(json.dumps(r.as_json(), sort_keys=True) + "\n" for r in results))
+    if args.json:
+        dump_json({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
+    else:
+        rows = [
+            [
+                r.node_id[:12],
+                r.address,
+                r.verdict,
+                str(r.devices),
+                f"{r.ray_count:g}" if r.ray_count is not None else "-",
+                r.driver or "-",
+                ", ".join(r.failing + r.problems)[:100] or "-",
+            ]
+            for r in results
+        ]
+        table(rows, ["NODE", "ADDRESS", "VERDICT", "DEVICES", "RAY", "DRIVER", "FAILING"], out)
+        out.write(
+            f"{cluster['conforming']} of {cluster['nodes']} nodes conform to {env_id}; "
+            f"{len(cluster['unreachable'])} unreachable; "
+            f"{len(cluster['differ_from_majority'])} differ from the majority\n"
+        )
+    return 0 if cluster["conforming"] == cluster["nodes"] else 1
+
+
+# ---------------------------------------------------------------------------------------------------- which
+
+
+def which_arguments(p: argparse.ArgumentParser) -> None:
+    host_options(p, snapshot=True)
+    p.add_argument("--all", action="store_true", help="also list environments the host cannot run, with the reason")
+    p.add_argument("--json", action="store_true", help="print the ranking as JSON")
+
+
+def which(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.check.rank import rank_environments
+
+    matrix = matrix_of(args)
+    report = host_report(args, matrix)
+    ranked = rank_environments(matrix, report)
+    if args.json:
+        dump_json(ranked, out)
+        return 0
+    if not any(r["runnable"] for r in ranked):
+        out.write("no environment of the matrix can run on this host\n")
+    rows = [
+        [r["id"] + (" *" if r["default"] else ""), r["family"], r["verdict"], r["reason"]]
+        for r in ranked
+        if r["runnable"] or args.all
+    ]
+    table(rows, ["ENVIRONMENT", "FAMILY", "HOST VERDICT", "WHY"], out)
+    return 0
+
+
+COMMANDS = {
+    "inspect": Command(
+        epilog="examples:\n  accelenv inspect\n  accelenv inspect --json | jq '.accelerators[].devices'\n"
+        "  accelenv inspect --root ./captured-node   # a captured host stands in for a real one",
+        arguments=inspect_arguments,
+        run=inspect,
+    ),
+    "check": Command(
+        epilog="examples:\n  accelenv check gpu-nvidia-cu132\n  accelenv check gpu-nvidia --json\n"
+        "  accelenv check gpu-nvidia-cu132 --snapshot ci-node.json   # replay a CI node's verdict\n\n"
+        "exit status: 0 nothing failed (warnings allowed), 1 a check failed, 2 usage error",
+        arguments=check_arguments,
+        run=check,
+    ),
+    "snapshot": Command(
+        epilog="examples:\n  accelenv snapshot -o node7.json\n  accelenv check gpu-amd --snapshot node7.json",
+        arguments=snapshot_arguments,
+        run=snapshot,
+    ),
+    "which": Command(
+        epilog="examples:\n  accelenv which\n  accelenv which --all --json",
+        arguments=which_arguments,
+        run=which,
+    ),
+}

@@ -1,0 +1,200 @@
+"""Commands that build and use environment images through the container engine: build, verify, run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from accelenv.cli.common import Command, matrix_of, repo_of
+from accelenv.cli.output import dump_json, findings
+from accelenv.errors import UsageError
+from accelenv.matrix.load import find_matrix
+
+if TYPE_CHECKING:
+    import argparse
+
+    from accelenv.matrix.model import Matrix
+
+
+def _lock_text(repo: Path, env_id: str) -> str:
+    from accelenv.plan.lock import lock_path
+
+    path = lock_path(repo, env_id)
+    if not path.is_file():
+        raise UsageError(f"{env_id} has no lock ({path.relative_to(repo)}): run `accelenv lock {env_id}` first")
+    return path.read_text(encoding="utf-8")
+
+
+def _image_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--image", help="image reference (default: the human tag accelenv build gives it)")
+    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+
+
+def _image_ref(args: argparse.Namespace, matrix: Matrix, env_id: str) -> str:
+    from accelenv.plan.render import human_tag
+
+    return str(args.image or human_tag(args.repository, matrix, matrix.envs[env_id]))
+
+
+# ---------------------------------------------------------------------------------------------------- build
+
+
+def build_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: all locked ones)")
+    p.add_argument("--push", metavar="REGISTRY", help="also push to REGISTRY (skipped when it has the content tag)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be built; build nothing")
+    p.add_argument("--no-cache", action="store_true", help="build again, without the engine's layer cache")
+    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print results as JSON (progress goes to stderr)")
+
+
+def build(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.context import build_order, find_source, plan_build, source_hash
+    from accelenv.build.engine import connect
+    from accelenv.build.images import build_images, summary
+    from accelenv.matrix.resolve import get_env
+    from accelenv.plan.lock import LockState, glibc_of, lock_state
+
+    matrix = matrix_of(args)
+    repo = repo_of(args)
+    envs = [get_env(matrix, e) for e in args.envs] if args.envs else list(matrix.envs.values())
+    source = find_source()
+    source_digest = source_hash(source)
+    matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
+    plans, unbuildable = [], []
+    for env in envs:
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        if state is not LockState.CURRENT:
+            unbuildable.append((env.id, f"lock is {state}: run `accelenv lock {env.id}`"))
+            continue
+        plans.append(
+            plan_build(
+                matrix,
+                env,
+                matrix_text=matrix_text,
+                lock=_lock_text(repo, env.id),
+                accelenv_source=source_digest,
+                repository=args.repository,
+            )
+        )
+    for env_id, reason in unbuildable:
+        out.write(f"{env_id}: not built: {reason}\n")
+    if args.envs and unbuildable:
+        raise UsageError(f"{len(unbuildable)} environment(s) cannot be built: {', '.join(e for e, _ in unbuildable)}")
+    engine = connect()
+    info = engine.info()
+    progress = sys.stderr if args.json else out
+    progress.write(
+        f"engine: {info.host}, Docker {info.server_version}, API {info.api_version} ({info.os}/{info.arch})\n"
+    )
+    results = build_images(
+        engine,
+        build_order(plans),
+        source=source,
+        logs=repo / ".accelenv" / "build-logs",
+        nocache=args.no_cache,
+        dry_run=args.dry_run,
+        push=args.push,
+        out=progress,
+    )
+    if args.json:
+        dump_json(
+            {
+                "results": [r.as_json() for r in results],
+                "not_built": [{"env": e, "reason": r} for e, r in unbuildable],
+            },
+            out,
+        )
+    else:
+        out.write(summary(results) + "\n")
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+# ---------------------------------------------------------------------------------------------------- verify
+
+
+def verify_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env", metavar="ENV")
+    _image_options(p)
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+
+def verify(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.engine import connect
+    from accelenv.build.images import verify_image
+    from accelenv.check.verdict import verdict_json
+    from accelenv.matrix.resolve import get_env
+
+    matrix = matrix_of(args)
+    env = get_env(matrix, args.env)
+    reference = _image_ref(args, matrix, env.id)
+    lock = _lock_text(repo_of(args), env.id)
+    with connect() as engine:
+        found = verify_image(engine, matrix, env, reference, lock)
+    result = verdict_json(env.id, found, source=f"image {reference}")
+    if args.json:
+        dump_json(result, out)
+    else:
+        out.write(f"accelenv verify {env.id}: {reference}\n")
+        findings(found, out, id_width=22, details=("fail",))
+        out.write(f"verdict: {result['verdict']}\n")
+    return 1 if result["verdict"] == "fail" else 0
+
+
+# ---------------------------------------------------------------------------------------------------- run
+
+
+def run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env", metavar="ENV")
+    _image_options(p)
+    p.set_defaults(command=[])  # everything after `--` (split off by the entry point: argparse would misread it)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.engine import connect
+    from accelenv.build.images import run_spec
+    from accelenv.host.root import Root
+    from accelenv.matrix.resolve import get_env
+
+    matrix = matrix_of(args)
+    env = get_env(matrix, args.env)
+    command = list(args.command)
+    if not command:
+        raise UsageError("nothing to run: accelenv run ENV -- COMMAND [ARGS...]")
+    spec = run_spec(
+        matrix, env, _image_ref(args, matrix, env.id), command, root=Root.from_option(None), workdir=Path.cwd()
+    )
+
+    def echo(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    with connect() as engine:
+        return engine.run(spec, echo)
+
+
+COMMANDS = {
+    "build": Command(
+        epilog="examples:\n  accelenv build                    # every locked environment\n"
+        "  accelenv build cpu-py311 --json\n  accelenv build --dry-run\n"
+        "  accelenv build gpu-nvidia-cu132 --push registry.example.com/team\n\n"
+        "Images are tagged <repository>:<env>-<content hash> and <repository>:<env>-<wheel tag>-py<python>;\n"
+        "an image whose content tag exists is not built again. Logs: .accelenv/build-logs/<env>.log",
+        arguments=build_arguments,
+        run=build,
+    ),
+    "verify": Command(
+        epilog="examples:\n  accelenv verify cpu-py311\n"
+        "  accelenv verify gpu-nvidia-cu132 --image accelenv:gpu-nvidia-cu132-py312",
+        arguments=verify_arguments,
+        run=verify,
+    ),
+    "run": Command(
+        epilog="examples:\n  accelenv run gpu-nvidia-cu132 -- pytest tests/devices\n"
+        "  accelenv run cpu-py311 -- python -V",
+        arguments=run_arguments,
+        run=run,
+        takes_command=True,
+    ),
+}

@@ -1,0 +1,311 @@
+"""Commands about the matrix itself: validate, list, show, schema, add."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from accelenv.cli.common import Command, matrix_of, sync_file
+from accelenv.cli.output import dump_json, table
+from accelenv.errors import AccelenvError, UsageError
+from accelenv.matrix.load import find_matrix
+
+if TYPE_CHECKING:
+    import argparse
+
+    from accelenv.matrix.model import Matrix
+    from accelenv.matrix.problems import Problem
+
+SCHEMA_DIR = Path("schema")
+SCHEMA_NAMES = (
+    "check.schema.json",
+    "cluster.schema.json",
+    "inspect.schema.json",
+    "matrix.schema.json",
+)  # tests: equal to plan.schemas.SCHEMAS (kept here so `schema --help` needs no schema code)
+
+
+# ---------------------------------------------------------------------------------------------------- validate
+
+
+def validate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", help="matrix file (default: the one --matrix or the folder names)")
+    p.add_argument("--json", action="store_true", help="print the problems as a JSON list")
+    p.add_argument("--strict", action="store_true", help="treat warnings (unpinned images, unused sources) as errors")
+
+
+def validate(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.matrix.load import validate_file
+    from accelenv.matrix.problems import Severity
+
+    path = find_matrix(args.path or args.matrix)
+    validation = validate_file(path)
+    problems = list(validation.problems)
+    if validation.matrix is not None:
+        problems += _lock_problems(validation.matrix, path.parent)
+    if args.strict:
+        problems = [dataclasses.replace(p, severity=Severity.ERROR) for p in problems]
+    errors = sum(1 for p in problems if p.is_error)
+    if args.json:
+        dump_json([p.as_json() for p in problems], out)
+        return 1 if errors else 0
+    for problem in problems:
+        out.write(problem.render(validation.source) + "\n")
+    warnings = len(problems) - errors
+    if errors:
+        out.write(f"{validation.source}: invalid: {errors} error(s), {warnings} warning(s)\n")
+        return 1
+    m = validation.matrix
+    if m is None:  # cannot happen: no errors means the model was built
+        raise AccelenvError(f"{validation.source}: the matrix could not be read")
+    out.write(
+        f"{validation.source}: valid: {len(m.families)} families, {len(m.skus)} SKUs, {len(m.runtimes)} runtimes, "
+        f"{len(m.envs)} environments; {warnings} warning(s)\n"
+    )
+    return 0
+
+
+def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
+    """Environments without a current lock, as warnings: their sessions and builds cannot run until locked."""
+    from accelenv.matrix.problems import Problem, Severity
+    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+
+    problems = []
+    for env in matrix.envs.values():
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        if state is LockState.CURRENT:
+            continue
+        rel = lock_path(repo, env.id).relative_to(repo)
+        what = "has no lock file" if state is LockState.UNLOCKED else "has a stale lock file"
+        problems.append(
+            Problem(
+                path=f"envs.{env.id}",
+                message=f"{what} ({rel}); run `accelenv lock {env.id}` where its indexes are reachable",
+                severity=Severity.WARNING,
+                rule="lock",
+            )
+        )
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------- list
+
+
+def env_summary(matrix: Matrix, env_id: str) -> dict[str, Any]:
+    env = matrix.envs[env_id]
+    rt = matrix.runtimes[env.runtime]
+    return {
+        "id": env.id,
+        "family": env.family,
+        "runtime": {"id": rt.id, "name": rt.name, "version": str(rt.version) if rt.version else None},
+        "python": env.python,
+        "os": env.os,
+        "skus": list(env.skus),
+        "default": env.default,
+        "tier": str(env.ci_tier),
+        "description": env.description,
+    }
+
+
+def list_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--family", metavar="F", help="only environments of family F (nvidia, amd, tpu, ...)")
+    p.add_argument("--json", action="store_true", help="print a JSON list (id, family, runtime, python, skus, ...)")
+
+
+def list_envs(args: argparse.Namespace, out: TextIO) -> int:
+    matrix = matrix_of(args)
+    if args.family and args.family not in matrix.families:
+        raise UsageError(f"no family '{args.family}'; families are: {', '.join(matrix.families)}")
+    rows = [env_summary(matrix, e) for e, env in matrix.envs.items() if args.family in (None, env.family)]
+    if args.json:
+        dump_json(rows, out)
+        return 0
+    table(
+        [
+            [
+                r["id"] + (" *" if r["default"] else ""),
+                r["family"],
+                f"{r['runtime']['name']}",
+                r["python"],
+                r["os"],
+                r["tier"],
+                ", ".join(r["skus"]) or "-",
+            ]
+            for r in rows
+        ],
+        ["ENVIRONMENT", "FAMILY", "RUNTIME", "PYTHON", "OS", "TIER", "SKUS"],
+        out,
+    )
+    out.write("* = the family's default environment (what its nox session runs)\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- show
+
+
+def show_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env", metavar="ENV", help="environment id, or a family session name for its default")
+    p.add_argument("--json", action="store_true", help="print the resolved environment as JSON")
+
+
+def show(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.matrix.resolve import get_env, resolve
+
+    matrix = matrix_of(args)
+    data = resolve(matrix, get_env(matrix, args.env))
+    if args.json:
+        dump_json(data, out)
+        return 0
+    out.write("\n".join(_show_lines(data)) + "\n")
+    return 0
+
+
+def _show_lines(data: dict[str, Any]) -> list[str]:
+    rt, image, fam = data["runtime"], data["base_image"], data["family"]
+    lines = [
+        f"{data['id']}: {data['description']}",
+        f"  family      {fam['name']} ({fam['id']}, {fam['maturity']}); session `nox -s {fam['session']}`"
+        + (" runs this environment" if data["default"] else ""),
+        f"  ci tier     {data['ci_tier']}",
+        f"  os          {data['os']} on {', '.join(data['platforms'])}",
+        f"  python      {data['python']}",
+        f"  runtime     {rt['name']} ({rt['id']}, version {rt['version'] or '-'}"
+        + (f", wheels +{rt['wheel_tag']})" if rt["wheel_tag"] else ")"),
+    ]
+    lines += [f"    {name:<14}{version}" for name, version in rt["components"].items()]
+    lines.append(f"  archs       {', '.join(rt['architectures'])}")
+    for i, text in enumerate(_driver_lines(rt["driver"]) or ["no driver rule (the runtime needs no host driver)"]):
+        lines.append(("  driver      " if i == 0 else "              ") + text)
+    pin = "" if image["pinned"] else "   (not pinned by digest)"
+    lines.append(f"  base image  {image['reference']}{pin}")
+    lines.append("  skus")
+    width = max((len(sku["id"]) for sku in data["skus"]), default=0) + 2
+    for sku in data["skus"]:
+        extra = f", needs driver >= {sku['driver_floor']}" if sku["driver_min"] else ""
+        lines.append(f"    {sku['id']:<{width}}{sku['name']} ({sku['arch']}{extra})")
+    lines.append("  requirements")
+    lines += [f"    {p}" for p in data["requirements"]["packages"]]
+    lines += [
+        f"    from {url}"
+        for url in [data["requirements"]["index_url"], *data["requirements"]["extra_index_urls"]]
+        if url
+    ]
+    lines.append(f"  tests       {' '.join(data['tests'])}")
+    lines.append("  reproduce by hand")
+    lines.append(f"    docker run --rm -it {image['reference']}")
+    lines.append(f"    {data['install']}")
+    if data["sources"]:
+        lines.append("  sources")
+        lines += [f"    {s['id']}: {s['title']} <{s['url'] or s['where']}>" for s in data["sources"]]
+    return lines
+
+
+def _driver_lines(driver: dict[str, Any]) -> list[str]:
+    lines = []
+    if driver["min"] or driver["max"]:
+        floor = f">= {driver['min']}" if driver["min"] else "any"
+        lines.append(floor + (f" (< {driver['max']})" if driver["max"] else ""))
+    if driver["compat_min"]:
+        lines.append(f">= {driver['compat_min']} in compatibility mode (reduced features; see notes)")
+    if driver["accepted"]:
+        lines.append(f"known good: {', '.join(driver['accepted'])}")
+    if driver["releases"]:
+        documented = ", ".join(f"{r['release']} (reports {r['reported_as']})" for r in driver["releases"])
+        lines.append(f"documented: {documented}")
+    if driver["notes"]:
+        lines.append(driver["notes"])
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------- schema
+
+
+def schema_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", default="matrix.schema.json", choices=SCHEMA_NAMES, help="schema to print")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="write every schema file that changed")
+    group.add_argument("--check", action="store_true", help="exit 1 if a schema file is out of date")
+    p.add_argument("-o", "--output", metavar="DIR", help="schema folder (default: schema/ beside the matrix)")
+
+
+def schema(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.plan.schemas import schema_files
+
+    files = schema_files()
+    if not (args.check or args.write):
+        out.write(files[args.name])
+        return 0
+    folder = Path(args.output) if args.output else find_matrix(args.matrix).parent / SCHEMA_DIR
+    stale = [
+        name
+        for name, text in files.items()
+        if sync_file(folder / name, text, check=args.check, regenerate="accelenv schema --write", out=out)
+    ]
+    return 1 if stale and args.check else 0
+
+
+# ---------------------------------------------------------------------------------------------------- add
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kind", choices=("sku", "runtime", "env", "family", "os", "source"))
+    p.add_argument("id", metavar="ID")
+    p.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--from", dest="template", metavar="ID", help="start from a copy of this entry")
+    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+
+
+def add(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.fileio import write_atomic
+    from accelenv.matrix.edit import add_entry, diff
+
+    path = find_matrix(args.matrix)
+    old = path.read_text(encoding="utf-8")
+    new = add_entry(old, args.kind, args.id, args.assignments, args.template)
+    if args.dry_run:
+        out.write(diff(old, new, path.name))
+        return 0
+    write_atomic(path, new)
+    out.write(f"{path}: added {args.kind} {args.id}; run `accelenv render` (and `accelenv lock` for an env)\n")
+    return 0
+
+
+COMMANDS = {
+    "validate": Command(
+        epilog="examples:\n  accelenv validate\n  accelenv validate path/to/matrix.toml --json | jq '.[] | .path'\n\n"
+        "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error",
+        arguments=validate_arguments,
+        run=validate,
+    ),
+    "list": Command(
+        epilog="examples:\n  accelenv list\n  accelenv list --family amd --json",
+        arguments=list_arguments,
+        run=list_envs,
+    ),
+    "show": Command(
+        epilog="examples:\n  accelenv show gpu-nvidia-cu132\n  accelenv show gpu-amd --json   # a session name picks "
+        "the family's default",
+        arguments=show_arguments,
+        run=show,
+    ),
+    "schema": Command(
+        epilog="examples:\n  accelenv schema > matrix.schema.json\n  accelenv schema check.schema.json\n"
+        "  accelenv schema --check    # CI: the committed schemas match this version",
+        arguments=schema_arguments,
+        run=schema,
+    ),
+    "add": Command(
+        epilog="examples:\n"
+        "  accelenv add sku h100-pcie-94gb --from h100-nvl name='\"NVIDIA H100 NVL 94GB\"' memory_mib=95830\n"
+        "  accelenv add sku mi350p family=amd name='\"AMD Instinct MI350P\"' arch=gfx950 \\\n"
+        "      product_names='[\"*MI350P*\"]' pci_device_ids='[\"0x75a8\"]' driver_min='\"6.14.14\"' \\\n"
+        "      sources='[\"rocm-docs-gpus\"]'\n"
+        "  accelenv add env gpu-nvidia-cu132-py313 --from gpu-nvidia-cu132 python='\"3.13\"' --dry-run\n\n"
+        "Values are TOML (a bare word is a string); dotted keys reach nested tables (driver.min=...).\n"
+        "Nothing is written when the new matrix would not validate.",
+        arguments=add_arguments,
+        run=add,
+        takes_assignments=True,
+    ),
+}

@@ -1,0 +1,216 @@
+"""Package indexes as accelenv reads them: PyPI's JSON API and the simple API (PEP 691 JSON, PEP 503 HTML).
+
+`IndexClient` is the edge: one GET per (index, project), through a session it is given (a `requests.Session`,
+or a fake in tests), every failure turned into a `_Failure` with one line of reason, never an exception. The
+parsers are pure: an answer in, the releases that are not wholly yanked out, each with its Requires-Python.
+"""
+
+from __future__ import annotations
+
+import html.parser
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+PYPI_URL = "https://pypi.org"
+PYPI_SIMPLE = "https://pypi.org/simple"
+_PYPI_SIMPLE_ALIASES = frozenset({PYPI_SIMPLE, "https://pypi.python.org/simple"})
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+_SIMPLE_ACCEPT = f"{SIMPLE_JSON}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+# download.pytorch.org (an S3 bucket behind a CDN) may answer 403 rather than 404 for a project it does not host;
+# there, a 403 means "not here" and the next index is asked. Anywhere else a 403 is a problem to report.
+_FORBIDDEN_MEANS_MISSING = frozenset({"download.pytorch.org"})
+
+# ---- what an index says ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Releases:
+    """One index's releases of one project: versions not wholly yanked, and each one's Requires-Python."""
+
+    index: str
+    versions: tuple[str, ...]
+    requires_python: Mapping[str, str | None]
+
+
+class UnusableAnswer(Exception):
+    """An index answered something accelenv cannot read. Internal: `IndexClient` turns it into a `Problem`."""
+
+
+def parse_pypi_json(data: object, *, index: str) -> Releases:
+    """PyPI's JSON API (`/pypi/<name>/json`): `releases` keys, skipping releases whose files are all yanked."""
+    releases = data.get("releases") if isinstance(data, dict) else None
+    if not isinstance(releases, dict):
+        raise UnusableAnswer("the JSON has no 'releases' object")
+    versions: list[str] = []
+    requires: dict[str, str | None] = {}
+    for version, listed in releases.items():
+        files = [f for f in listed if isinstance(f, dict)] if isinstance(listed, list) else []
+        if files and all(f.get("yanked") for f in files):
+            continue
+        versions.append(str(version))
+        requires[str(version)] = next((str(f["requires_python"]) for f in files if f.get("requires_python")), None)
+    return Releases(index=index, versions=tuple(versions), requires_python=requires)
+
+
+def parse_simple_json(data: object, *, project: str, index: str) -> Releases:
+    """A PEP 691 project page: versions from `versions` (API 1.1) or the file names, `requires-python`, `yanked`."""
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(files, list):
+        raise UnusableAnswer("the JSON has no 'files' list (not a PEP 691 project page)")
+    entries = [
+        (str(f.get("filename", "")), f.get("requires-python"), bool(f.get("yanked")))
+        for f in files
+        if isinstance(f, dict)
+    ]
+    listed = data.get("versions")
+    return _collect(entries, project=project, index=index, listed=listed if isinstance(listed, list) else None)
+
+
+def parse_simple_html(text: str, *, project: str, index: str) -> Releases:
+    """A PEP 503 project page: one anchor per file, `data-requires-python` (HTML-unescaped) and `data-yanked`."""
+    parser = _Anchors()
+    parser.feed(text)
+    parser.close()
+    return _collect(parser.files, project=project, index=index, listed=None)
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.files: list[tuple[str, object, bool]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a":
+            return
+        attributes = dict(attrs)
+        href = attributes.get("href") or ""
+        filename = unquote(urlsplit(href).path.rsplit("/", 1)[-1])
+        self.files.append((filename, attributes.get("data-requires-python"), "data-yanked" in attributes))
+
+
+def _collect(
+    entries: Iterable[tuple[str, object, bool]], *, project: str, index: str, listed: list[Any] | None
+) -> Releases:
+    files: dict[str, list[tuple[object, bool]]] = {}
+    for filename, requires, yanked in entries:
+        version = _file_version(filename, project)
+        if version is not None:
+            files.setdefault(version, []).append((requires, yanked))
+    names = [str(v) for v in listed] if listed is not None else list(files)
+    versions: list[str] = []
+    requires_python: dict[str, str | None] = {}
+    for version in names:
+        own = files.get(_normalized(version), [])
+        if own and all(yanked for _, yanked in own):
+            continue
+        versions.append(version)
+        requires_python[version] = next((str(r) for r, _ in own if isinstance(r, str) and r), None)
+    return Releases(index=index, versions=tuple(versions), requires_python=requires_python)
+
+
+def _normalized(version: str) -> str:
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        return version
+
+
+def _file_version(filename: str, project: str) -> str | None:
+    """The version in a wheel or sdist file name of `project`, or None for anything else."""
+    try:
+        if filename.endswith(".whl"):
+            name, version, _, _ = parse_wheel_filename(filename)
+        elif filename.endswith((".tar.gz", ".zip")):
+            name, version = parse_sdist_filename(filename)
+        else:
+            return None
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+    return str(version) if name == canonicalize_name(project) else None
+
+
+# ---- asking the indexes (the edge) -------------------------------------------------------------------------------
+
+
+class Response(Protocol):
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def text(self) -> str: ...
+    def json(self) -> Any: ...
+
+
+class Session(Protocol):
+    """What `IndexClient` needs of a `requests.Session`; tests pass a fake."""
+
+    def get(self, url: str, *, headers: Mapping[str, str], timeout: float) -> Response: ...
+
+
+@dataclass(frozen=True)
+class _Failure:
+    message: str
+
+
+class IndexClient:
+    """Asks indexes for a project's releases, once per (index, project): PyPI through its JSON API at `pypi_url`,
+    any other index through the simple API (PEP 691 JSON, or PEP 503 HTML when that is what comes back)."""
+
+    def __init__(self, session: Session, *, pypi_url: str = PYPI_URL, timeout: float = 15.0) -> None:
+        self.session = session
+        self.pypi_url = pypi_url.rstrip("/")
+        self.timeout = timeout
+        self._cache: dict[tuple[str, str], Releases | _Failure | None] = {}
+
+    def releases(self, index: str, project: str) -> Releases | _Failure | None:
+        """What `index` holds of `project`: its releases, None when it does not have it, or why it cannot say."""
+        key = (index.rstrip("/"), canonicalize_name(project))
+        if key not in self._cache:
+            self._cache[key] = self._ask(*key)
+        return self._cache[key]
+
+    def _ask(self, index: str, project: str) -> Releases | _Failure | None:
+        pypi = index in _PYPI_SIMPLE_ALIASES
+        url = f"{self.pypi_url}/pypi/{project}/json" if pypi else f"{index}/{project}/"
+        headers = {"Accept": "application/json"} if pypi else {"Accept": _SIMPLE_ACCEPT}
+        try:
+            response = self.session.get(url, headers=headers, timeout=self.timeout)
+        except OSError as error:  # requests' ConnectionError and Timeout are OSErrors too
+            return _Failure(f"GET {url} failed: {_first_line(error)}")
+        status = response.status_code
+        if status == 404 or (status == 403 and urlsplit(index).hostname in _FORBIDDEN_MEANS_MISSING):
+            return None
+        if status == 429:
+            wait = response.headers.get("Retry-After")
+            after = f"; the index asks to retry after {wait} s" if wait else ""
+            return _Failure(f"GET {url} was rate limited (HTTP 429){after}")
+        if status != 200:
+            return _Failure(f"GET {url} answered HTTP {status}")
+        try:
+            if pypi:
+                return parse_pypi_json(response.json(), index=index)
+            content_type = response.headers.get("Content-Type", "")
+            if "json" in content_type:
+                return parse_simple_json(response.json(), project=project, index=index)
+            return parse_simple_html(response.text, project=project, index=index)
+        except (ValueError, UnusableAnswer) as error:  # json.JSONDecodeError is a ValueError
+            return _Failure(f"GET {url} answered something unreadable: {_first_line(error)}")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
