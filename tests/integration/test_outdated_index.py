@@ -83,6 +83,13 @@ def test_an_index_nobody_listens_on_is_a_problem_not_an_exception() -> None:
     with requests.Session() as session:
         findings, problems = check_matrix(matrix, session, envs=["cpu-py311"], pypi_url=f"http://127.0.0.1:{port}")
     assert findings == []
-    [problem] = problems
-    assert (problem.env, problem.name, problem.index) == ("cpu-py311", "ray", dead)
-    assert problem.message.startswith(f"GET {dead}/ray/ failed: ")  # then requests' words for "connection refused"
+    # both indexes were asked, in order; each says in a few words why it could not answer
+    assert [(p.env, p.name, p.index, p.message) for p in problems] == [
+        ("cpu-py311", "ray", dead, f"GET {dead}/ray/ failed: connection refused"),
+        (
+            "cpu-py311",
+            "ray",
+            "https://pypi.org/simple",
+            f"GET http://127.0.0.1:{port}/pypi/ray/json failed: connection refused",
+        ),
+    ]

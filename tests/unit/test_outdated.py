@@ -237,7 +237,7 @@ def test_render_table_lines_up_findings_and_lists_problems() -> None:
         "runtime  libtpu-0-0-32  libtpu  0.0.32   0.0.52  https://pypi.org/simple",
     ]
     assert "1 could not be checked:\n  cpu-py311: pytest: GET x failed: boom\n" in text
-    assert text.endswith("runtimes not checked (no machine-readable release source): amd, gaudi, neuron\n")
+    assert text.endswith("runtimes not checked (no machine-readable release source): gaudi\n")
     assert render_table([], []).startswith(
         "every pinned package and runtime checked is current, or held back by the support window\n"
     )
@@ -347,7 +347,7 @@ def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(ma
             env="gpu-nvidia-cu128",
             name="pytest",
             index=PYPI,
-            message="GET https://pypi.org/pypi/pytest/json failed: Connection refused",
+            message="GET https://pypi.org/pypi/pytest/json failed: connection refused",
         ),
         Problem(env="tpu-jax-0-8", name="jaxlib", index=PYPI, message=f"no index has jaxlib (asked {PYPI})"),
         Problem(
@@ -360,7 +360,7 @@ def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(ma
             env="tpu-jax-0-8",
             name="pytest",
             index=PYPI,
-            message="GET https://pypi.org/pypi/pytest/json failed: Connection refused",
+            message="GET https://pypi.org/pypi/pytest/json failed: connection refused",
         ),
     ]
     urls = [url for url, _ in session.calls]
@@ -369,13 +369,26 @@ def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(ma
     assert dict(session.calls)[f"{CU128}/torch/"].startswith("application/vnd.pypi.simple.v1+json")
 
 
-def test_the_first_index_that_fails_answers_for_the_package(matrix: Matrix) -> None:
-    session = FakeSession({f"{CU128}/torch/": requests.Timeout("read timed out")})
+def test_an_index_that_fails_is_named_and_the_next_one_is_asked(matrix: Matrix) -> None:
+    """Behind an unreachable vendor index the environment's other pins are still checked, and the pin whose
+    first index failed says so (what that index would have answered is unknown)."""
+    session = FakeSession({f"{CU128}/torch/": requests.Timeout("HTTPSConnectionPool(...): Read timed out. (x)")})
     _, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])
     assert problems[0] == Problem(
-        env="gpu-nvidia-cu128", name="torch", index=CU128, message=f"GET {CU128}/torch/ failed: read timed out"
+        env="gpu-nvidia-cu128",
+        name="torch",
+        index=CU128,
+        message=f"GET {CU128}/torch/ failed: timed out",  # and PyPI has no torch here: nothing else answered
     )
-    assert "https://pypi.org/pypi/torch/json" not in dict(session.calls)
+    assert "https://pypi.org/pypi/torch/json" in dict(session.calls)
+    answered = FakeSession(
+        {
+            f"{CU128}/torch/": requests.Timeout("Read timed out."),
+            "https://pypi.org/pypi/torch/json": _pypi_page("torch", ["2.9.1"]),
+        }
+    )
+    _, problems = check_matrix(matrix, answered, envs=["gpu-nvidia-cu128"])
+    assert problems[0].message == f"GET {CU128}/torch/ failed: timed out; the next index answered instead"
 
 
 @pytest.mark.parametrize(
@@ -446,3 +459,196 @@ def test_newer_cuda_releases_come_from_the_runtime_wheels() -> None:
     cuda = [f for f in findings if f.name.startswith("CUDA")]
     assert [(f.env, f.current, f.latest) for f in cuda] == [("cuda-13-0", "13.0", "13.5")]
     assert cuda[0].key == "runtimes (a new entry beside runtimes.cuda-13-0)"
+
+
+# ---- issue 12: index settings, resolver order, release sources, reporting ---------------------------------------
+
+
+def _pypi_page(name: str, versions: list[str], *, summary: str = "", requires: list[str] | None = None) -> FakeResponse:
+    releases = {
+        v: [{"filename": f"{name.replace('-', '_')}-{v}-py3-none-any.whl", "requires_python": None, "yanked": False}]
+        for v in versions
+    }
+    info = {"name": name, "version": versions[-1], "summary": summary, "requires_dist": requires or []}
+    return FakeResponse(200, json.dumps({"info": info, "releases": releases}))
+
+
+def test_pip_and_uv_index_settings(tmp_path: Path) -> None:
+    from accelenv.upstream.settings import IndexSettings, read_index_settings
+
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple\nextra-index-url = https://a.example/s\n")
+    from_file = read_index_settings({}, [conf])
+    assert (from_file.main, from_file.extra, from_file.strategy) == (
+        "https://mirror.example/simple",
+        ("https://a.example/s",),
+        "best-version",
+    )
+    env_wins = read_index_settings({"PIP_INDEX_URL": "https://b.example/simple"}, [conf])
+    assert env_wins.main == "https://b.example/simple"
+    uv = read_index_settings(
+        {"UV_DEFAULT_INDEX": "https://uv.example/simple", "UV_INDEX": "https://x.example https://y.example"}, [conf]
+    )
+    assert (uv.main, uv.extra, uv.strategy, uv.origin) == (
+        "https://uv.example/simple",
+        ("https://x.example", "https://y.example"),
+        "first-index",
+        "UV_DEFAULT_INDEX, UV_INDEX",
+    )
+    assert read_index_settings({}, []) == IndexSettings()
+    # the environment's own indexes first, then the machine's extra ones, then its main index (the mirror)
+    assert uv.indexes_for(None, ["https://download.example/cu128/"]) == (
+        "https://download.example/cu128",
+        "https://x.example",
+        "https://y.example",
+        "https://uv.example/simple",
+    )
+    assert uv.indexes_for("https://own.example/simple", ()) == (
+        "https://x.example",
+        "https://y.example",
+        "https://own.example/simple",
+    )
+
+
+def test_a_mirror_replaces_pypi(matrix: Matrix) -> None:
+    from accelenv.upstream.settings import IndexSettings
+
+    mirror = "https://mirror.example/simple"
+    session = FakeSession(
+        {
+            f"{mirror}/ray/": FakeResponse(
+                200, json.dumps({"files": [{"filename": "ray-2.61.0-py3-none-any.whl"}]}), JSON_TYPE
+            )
+        }
+    )
+    findings, _ = check_matrix(matrix, session, envs=["cpu-py311"], settings=IndexSettings(main=mirror))
+    assert [(f.name, f.latest, f.index) for f in findings] == [("ray", "2.61.0", mirror)]
+    assert not any("pypi.org" in url for url, _ in session.calls)
+
+
+def test_best_version_takes_the_newest_across_indexes_and_first_index_the_first(matrix: Matrix) -> None:
+    from accelenv.upstream.settings import IndexSettings
+
+    extra = "https://extra.example/simple"
+    page = {"files": [{"filename": "ray-2.61.0-py3-none-any.whl"}]}
+    answers = {
+        f"{extra}/ray/": FakeResponse(200, json.dumps(page), JSON_TYPE),
+        "https://pypi.org/pypi/ray/json": _pypi_page("ray", ["2.58.0", "2.62.0"]),
+    }
+    pip_like = IndexSettings(extra=(extra,), strategy="best-version")
+    findings, _ = check_matrix(matrix, FakeSession(dict(answers)), envs=["cpu-py311"], settings=pip_like)
+    assert [(f.name, f.latest) for f in findings if f.name == "ray"] == [("ray", "2.62.0")]
+    uv_like = IndexSettings(extra=(extra,), strategy="first-index")
+    findings, _ = check_matrix(matrix, FakeSession(dict(answers)), envs=["cpu-py311"], settings=uv_like)
+    assert [(f.name, f.latest) for f in findings if f.name == "ray"] == [("ray", "2.61.0")]
+
+
+def test_a_local_index_on_disk(tmp_path: Path, matrix: Matrix) -> None:
+    from accelenv.upstream.settings import IndexSettings
+
+    (tmp_path / "simple" / "ray").mkdir(parents=True)
+    (tmp_path / "simple" / "ray" / "ray-2.63.0-cp311-cp311-manylinux2014_x86_64.whl").write_bytes(b"")
+    local = (tmp_path / "simple").as_uri()
+    findings, _ = check_matrix(
+        matrix, FakeSession({}), envs=["cpu-py311"], settings=IndexSettings(extra=(local,), strategy="first-index")
+    )
+    assert [(f.name, f.latest, f.index) for f in findings] == [("ray", "2.63.0", local)]
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            (
+                "HTTPSConnectionPool(host='download.pytorch.org', port=443): Max retries exceeded with url: "
+                '/whl/cu126/torch/ (Caused by NameResolutionError("<urllib3.connection.HTTPSConnection object at '
+                "0x7f>: Failed to resolve 'download.pytorch.org' ([Errno -2] Name or service not known)\"))"
+            ),
+            "cannot resolve the host name",
+        ),
+        ("HTTPConnectionPool(host='127.0.0.1', port=9): ... [Errno 111] Connection refused'))", "connection refused"),
+        ("HTTPSConnectionPool(host='x', port=443): Read timed out. (read timeout=15)", "timed out"),
+        (
+            "HTTPSConnectionPool(...): (Caused by ProxyError('Unable to connect to proxy'))",
+            "the proxy refused or failed",
+        ),
+        ("something else entirely", "something else entirely"),
+    ],
+)
+def test_failures_are_one_short_line(error: str, reason: str) -> None:
+    from accelenv.upstream.indexes import short_reason
+
+    assert short_reason(requests.ConnectionError(error)) == reason
+
+
+def test_a_cuda_line_the_matrix_has_is_never_news_whatever_env_is_chosen() -> None:
+    """--env gpu-nvidia-cu128 used to report CUDA 12.x 12.8 -> 12.9 though the matrix has 12.9."""
+    matrix = load_matrix(REFERENCE_MATRIX)
+    findings, _ = check_matrix(matrix, _CudaSession(), envs=["gpu-nvidia-cu128"], pypi_url="http://pypi.invalid")  # type: ignore[arg-type]
+    assert [(f.env, f.current, f.latest) for f in findings if f.name.startswith("CUDA")] == [
+        ("cuda-13-0", "13.0", "13.5")
+    ]
+
+
+def test_problems_are_grouped_and_reach_every_format(matrix: Matrix) -> None:
+    down = requests.ConnectionError("Failed to resolve 'download.pytorch.org'")
+    session = FakeSession(
+        {
+            f"{CU128}/torch/": down,
+            f"{CU128}/ray/": down,
+            f"{CU128}/pytest/": down,
+            "https://pypi.org/pypi/torch/json": _pypi_page("torch", ["2.9.1"]),
+            "https://pypi.org/pypi/ray/json": _pypi_page("ray", ["2.60.0"]),
+            "https://pypi.org/pypi/pytest/json": _pypi_page("pytest", ["9.2.0"]),
+        }
+    )
+    findings, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])
+    line = (
+        f"gpu-nvidia-cu128: torch, ray, pytest: {CU128}: cannot resolve the host name; the next index answered instead"
+    )
+    assert line in render_table(findings, problems)
+    github = render_github(findings, problems)
+    assert "### Could not be checked" in github
+    assert f"- {line}" in github
+    assert github.startswith("No newer releases found. 1 line(s) below could not be checked")
+
+
+def test_release_sources_beyond_the_indexes(matrix: Matrix) -> None:
+    """ROCm from JAX's plugin summaries, Neuron from AWS's manifest, new NVIDIA device ids from the driver's
+    supported-GPU table, and a framework line newer than every pin (PyPI's torch, a CUDA 13.2 build)."""
+    from accelenv.upstream.outdated import ReleaseSourceUrls
+
+    urls = ReleaseSourceUrls(
+        neuron_manifest="http://loop.invalid/n2.json",
+        nvidia_tags="http://loop.invalid/tags",
+        nvidia_readme="http://loop.invalid/{tag}/README.md",
+    )
+    readme = (
+        "| Product Name | GPU IDs |\n| --- | --- |\n| NVIDIA H100 80GB HBM3 | 2330 10DE 16C1 |\n"
+        "| NVIDIA B300 SXM6 AC | 3182 |\n| NVIDIA GB400 | 3300 |\n| NVIDIA GeForce RTX 5090 | 2B85 |\n"
+    )
+    session = FakeSession(
+        {
+            "https://pypi.org/pypi/jax-rocm10-plugin/json": _pypi_page(
+                "jax-rocm10-plugin", ["0.12.0"], summary="JAX Plugin for AMD GPUs (ROCm:10.1.0)"
+            ),
+            "http://loop.invalid/n2.json": FakeResponse(200, json.dumps({"manifest_version": "2.33.0"})),
+            "http://loop.invalid/tags": FakeResponse(200, json.dumps([{"name": "595.45.04"}, {"name": "610.57.04"}])),
+            "http://loop.invalid/610.57.04/README.md": FakeResponse(200, readme),
+            "https://pypi.org/pypi/torch/json": _pypi_page(
+                "torch",
+                ["2.9.1", "2.15.0"],
+                requires=["cuda-toolkit[cublas,cudart]==13.2.2; platform_system == 'Linux'"],
+            ),
+        }
+    )
+    envs = ["gpu-amd-rocm70", "neuron-2-31", "gpu-nvidia-cu128"]
+    findings, _ = check_matrix(matrix, session, envs=envs, sources=urls)
+    got = {(f.kind, f.env, f.name, f.current, f.latest) for f in findings}
+    assert ("runtime", "rocm-7-0", "ROCm 10.x", "none of ROCm 10.x", "10.1") in got
+    assert ("runtime", "neuron-2-31", "Neuron SDK 2.x", "2.31", "2.33") in got
+    assert ("sku", "nvidia", "NVIDIA GB400 (0x3300)", "not in the matrix", "listed by 610.57.04") in got
+    assert not any("RTX 5090" in f.name or "0x3182" in f.name for f in findings)  # GeForce; already a SKU
+    torch = next(f for f in findings if f.kind == "framework")
+    assert (torch.name, torch.current, torch.latest) == ("torch", "2.10.0", "2.15.0")
+    assert "a CUDA 13.2.2 build" in torch.note

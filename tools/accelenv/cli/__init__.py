@@ -86,6 +86,10 @@ COMMANDS: dict[str, Entry] = {
         "upstream",
         "Report newer upstream releases of the pinned packages (PyPI JSON API, PEP 691 indexes) and of runtimes.",
     ),
+    "refresh": Entry(
+        "upstream",
+        "Write what outdated found into the matrix (bumped pins, new TPU lines), re-lock, render; print a PR body.",
+    ),
     "pin": Entry(
         "upstream",
         "Pin base images by digest: ask each registry for the digest of the tag and write it into matrix.toml.",

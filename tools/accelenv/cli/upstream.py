@@ -11,33 +11,40 @@ from accelenv.matrix.load import find_matrix
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 
 # ---------------------------------------------------------------------------------------------------- outdated
 
 
 def outdated_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--env", metavar="ENV", help="only this environment")
+    p.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
     p.add_argument("--prereleases", action="store_true", help="also report pre-releases")
     p.add_argument("--format", choices=("table", "github"), default="table")
     p.add_argument("--json", action="store_true", help="findings and problems as JSON")
 
 
 def outdated(args: argparse.Namespace, out: TextIO) -> int:
+    import os
+
     import requests
 
     from accelenv.upstream.outdated import as_json, check_matrix, render_github, render_table
+    from accelenv.upstream.settings import read_index_settings
 
     matrix = matrix_of(args)
+    settings = read_index_settings(os.environ)
     with requests.Session() as session:
         found, problems = check_matrix(
-            matrix, session, envs=[args.env] if args.env else None, prereleases=args.prereleases
+            matrix, session, envs=args.env or None, prereleases=args.prereleases, settings=settings
         )
     if args.json:
-        out.write(as_json(found, problems))
+        out.write(as_json(found, problems, settings=settings))
     elif args.format == "github":
-        out.write(render_github(found))
+        out.write(render_github(found, problems))
     else:
+        if settings.main or settings.extra:
+            out.write(f"indexes: {settings.origin} ({settings.strategy})\n")
         out.write(render_table(found, problems))
     return 1 if problems else 0
 
@@ -80,6 +87,114 @@ def pin(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if any(r.state in failing for r in results) else 0
 
 
+# ---------------------------------------------------------------------------------------------------- refresh
+
+
+def refresh_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the summary and the diff; write nothing")
+    p.add_argument("--no-lock", action="store_true", help="write the matrix and render, but resolve no lock")
+    p.add_argument("-o", "--summary", metavar="FILE", help="also write the summary (Markdown) to FILE")
+    p.add_argument(
+        "--timeout", type=float, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
+    )
+
+
+def refresh(args: argparse.Namespace, out: TextIO) -> int:
+    import os
+
+    import requests
+
+    from accelenv.fileio import write_atomic
+    from accelenv.matrix.edit import diff
+    from accelenv.matrix.load import load_matrix
+    from accelenv.upstream.indexes import IndexClient
+    from accelenv.upstream.outdated import check_matrix
+    from accelenv.upstream.refresh import TpuLine, plan_refresh, summary_markdown, tpu_line
+    from accelenv.upstream.settings import read_index_settings
+
+    path = find_matrix(args.matrix)
+    text = path.read_text(encoding="utf-8")
+    matrix = load_matrix(path, use_cache=False)
+    settings = read_index_settings(os.environ)
+    with requests.Session() as session:
+        found, problems = check_matrix(matrix, session, envs=args.env or None, settings=settings)
+        client = IndexClient(session)
+        lines: dict[str, TpuLine] = {}
+        for f in found:
+            if f.kind == "runtime" and f.name == "jax" and not f.held:
+                line = tpu_line(client, f.latest)
+                if isinstance(line, TpuLine):
+                    lines[f.env] = line
+                else:
+                    out.write(f"{f.env}: jax {f.latest} left out: {line}\n")
+    plan = plan_refresh(text, matrix, found, problems, tpu_lines=lines)
+    if args.dry_run or plan.empty:
+        summary = summary_markdown(plan)
+        out.write(summary)
+        if plan.changes:
+            out.write("\n" + diff(text, plan.text, path.name))
+        _write_summary(args, summary)
+        return 0
+    locked: list[tuple[str, str]] = []
+    unlocked: dict[str, str] = {}
+    if not args.no_lock:
+        locked, unlocked = _relock(plan.text, path, plan.envs, args.timeout)
+        if unlocked:  # leave those environments' changes out, and lock again what remains
+            plan = plan_refresh(text, matrix, found, problems, tpu_lines=lines, exclude_envs=set(unlocked))
+            locked, more = _relock(plan.text, path, plan.envs, args.timeout)
+            unlocked.update(more)
+    if plan.changes:
+        write_atomic(path, plan.text)
+        for env_id, lock_text in locked:
+            from accelenv.plan.lock import lock_path
+
+            write_atomic(lock_path(path.parent, env_id), lock_text)
+        _render(path)
+    summary = summary_markdown(plan, locked=[e for e, _ in locked], unlocked=unlocked)
+    out.write(summary)
+    _write_summary(args, summary)
+    return 0
+
+
+def _write_summary(args: argparse.Namespace, summary: str) -> None:
+    if args.summary:
+        from pathlib import Path
+
+        from accelenv.fileio import write_atomic
+
+        write_atomic(Path(args.summary), summary)
+
+
+def _relock(
+    text: str, path: Path, envs: tuple[str, ...], timeout: float
+) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Resolve the locks of `envs` as the new matrix text declares them: (env, lock text) that resolved, and
+    env -> why for those that did not. Nothing is written here."""
+    from accelenv.matrix.load import model_from_text
+    from accelenv.plan.lock import glibc_of, resolve
+
+    matrix = model_from_text(text, str(path))
+    locked: list[tuple[str, str]] = []
+    unlocked: dict[str, str] = {}
+    for env_id in envs:
+        env = matrix.envs[env_id]
+        result = resolve(env, glibc=glibc_of(matrix, env), timeout=timeout)
+        if result.text is None:
+            unlocked[env_id] = result.problem or "the resolver failed"
+        else:
+            locked.append((env_id, result.text))
+    return locked, unlocked
+
+
+def _render(path: Path) -> None:
+    from accelenv.matrix.load import load_matrix
+    from accelenv.plan.render import apply, generated_files, render_plan
+
+    repo = path.parent
+    apply(repo, render_plan(load_matrix(path, use_cache=False), generated_files(repo)), check=False)
+
+
 COMMANDS = {
     "pin": Command(
         epilog="examples:\n  accelenv pin                 # every base image without a digest\n"
@@ -96,5 +211,15 @@ COMMANDS = {
         "exit status: 0 the indexes answered (findings or not), 1 some index could not be asked",
         arguments=outdated_arguments,
         run=outdated,
+    ),
+    "refresh": Command(
+        epilog="examples:\n  accelenv refresh --dry-run          # what would change, as a summary and a diff\n"
+        "  accelenv refresh -o refresh.md       # write it: matrix, locks, rendered files; the PR body to a file\n\n"
+        "Bumps pins that have newer releases (unless their runtime's hold says why not), adds a new TPU line\n"
+        "(jax with the libtpu its [tpu] extra pins) beside the old one, and names what it cannot write: new\n"
+        "CUDA, ROCm or Neuron lines, framework lines and devices need facts from the vendor's notes. Nothing is\n"
+        "written unless the result validates; an environment whose lock cannot be resolved keeps its old pins.",
+        arguments=refresh_arguments,
+        run=refresh,
     ),
 }

@@ -8,9 +8,12 @@ parsers are pure: an answer in, the releases that are not wholly yanked out, eac
 from __future__ import annotations
 
 import html.parser
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -187,10 +190,12 @@ class IndexClient:
         pypi = index in _PYPI_SIMPLE_ALIASES
         url = f"{self.pypi_url}/pypi/{project}/json" if pypi else f"{index}/{project}/"
         headers = {"Accept": "application/json"} if pypi else {"Accept": _SIMPLE_ACCEPT}
+        if index.startswith("file:"):
+            return _local_index(index, project)
         try:
             response = self.session.get(url, headers=headers, timeout=self.timeout)
         except OSError as error:  # requests' ConnectionError and Timeout are OSErrors too
-            return _Failure(f"GET {url} failed: {_first_line(error)}")
+            return _Failure(f"GET {url} failed: {short_reason(error)}")
         status = response.status_code
         if status == 404 or (status == 403 and urlsplit(index).hostname in _FORBIDDEN_MEANS_MISSING):
             return None
@@ -208,9 +213,73 @@ class IndexClient:
                 return parse_simple_json(response.json(), project=project, index=index)
             return parse_simple_html(response.text, project=project, index=index)
         except (ValueError, UnusableAnswer) as error:  # json.JSONDecodeError is a ValueError
-            return _Failure(f"GET {url} answered something unreadable: {_first_line(error)}")
+            return _Failure(f"GET {url} answered something unreadable: {short_reason(error)}")
+
+    def text(self, url: str) -> str | _Failure:
+        """A text document from `url` (a README), or why it could not be had."""
+        try:
+            response = self.session.get(url, headers={"Accept": "text/plain, */*"}, timeout=self.timeout)
+        except OSError as error:
+            return _Failure(f"GET {url} failed: {short_reason(error)}")
+        if response.status_code != 200:
+            return _Failure(f"GET {url} answered HTTP {response.status_code}")
+        return response.text
+
+    def json(self, url: str) -> object | _Failure:
+        """A JSON document from `url` (a release manifest, an API answer), or why it could not be had."""
+        try:
+            response = self.session.get(url, headers={"Accept": "application/json"}, timeout=self.timeout)
+        except OSError as error:
+            return _Failure(f"GET {url} failed: {short_reason(error)}")
+        if response.status_code != 200:
+            return _Failure(f"GET {url} answered HTTP {response.status_code}")
+        try:
+            data: object = response.json()
+        except ValueError as error:
+            return _Failure(f"GET {url} answered something unreadable: {short_reason(error)}")
+        return data
 
 
-def _first_line(error: BaseException) -> str:
+_MAX_LOCAL_PAGE = 16 * 1024 * 1024
+
+
+def _local_index(index: str, project: str) -> Releases | _Failure | None:
+    """A simple index on disk (`file:///srv/simple`, as pip's and uv's settings allow): the project's folder,
+    read through its index.html when it has one, else through the file names in it."""
+    folder = Path(url2pathname(urlsplit(index).path)) / project
+    if not folder.is_dir():
+        return None
+    page = folder / "index.html"
+    try:
+        if page.is_file():
+            with page.open("rb") as handle:
+                text = handle.read(_MAX_LOCAL_PAGE).decode("utf-8", "replace")
+            return parse_simple_html(text, project=project, index=index)
+        names = [child.name for child in folder.iterdir() if child.is_file()]
+    except OSError as error:
+        return _Failure(f"{folder} cannot be read: {error.strerror or error}")
+    return _collect([(name, None, False) for name in names], project=project, index=index, listed=None)
+
+
+_REASONS = (
+    (
+        re.compile(r"NameResolution|Name or service not known|Failed to resolve|nodename nor servname|getaddrinfo"),
+        "cannot resolve the host name",
+    ),
+    (re.compile(r"Connection refused|ECONNREFUSED"), "connection refused"),
+    (re.compile(r"timed out|Timeout", re.IGNORECASE), "timed out"),
+    (re.compile(r"CERTIFICATE|SSLError|SSL:", re.IGNORECASE), "TLS error (certificate or handshake)"),
+    (re.compile(r"ProxyError|Tunnel connection failed"), "the proxy refused or failed"),
+    (re.compile(r"Network is unreachable|No route to host"), "network unreachable"),
+    (re.compile(r"Connection reset|RemoteDisconnected|Connection aborted"), "connection reset"),
+)
+
+
+def short_reason(error: BaseException) -> str:
+    """One short line for a failed request: what happened, not the client library's nested repr."""
     text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
+    for pattern, reason in _REASONS:
+        if pattern.search(text):
+            return reason
+    first = text.splitlines()[0]
+    return first if len(first) <= 120 else first[:117] + "..."

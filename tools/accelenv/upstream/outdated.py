@@ -9,8 +9,10 @@ exception, so one report says everything at once.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
+import re
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
@@ -24,30 +26,43 @@ from accelenv.upstream.indexes import (
     PYPI_SIMPLE,
     PYPI_URL,
     IndexClient,
+    Releases,
     Session,
     _Failure,
 )
+from accelenv.upstream.settings import IndexSettings, Strategy
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
 
-    from accelenv.matrix.model import Environment, Matrix
+    from accelenv.matrix.model import Environment, Matrix, Runtime
+
+RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
+    {
+        "nvidia": "CUDA release lines from NVIDIA's runtime wheels on PyPI (nvidia-cuda-runtime-cu12, "
+        "nvidia-cuda-runtime); new device ids from the supported-GPU table of the newest release of NVIDIA's open "
+        "kernel modules (GitHub). Driver floors, cuDNN and NCCL come from HTML release notes, not read.",
+        "amd": "ROCm release lines from JAX's ROCm plugins on PyPI (jax-rocm<major>-plugin names the ROCm it is "
+        "built against). AMD's driver lists per release are HTML and YAML docs, not read.",
+        "tpu": "libtpu and jax releases on PyPI.",
+        "neuron": "Neuron SDK releases from AWS's release manifest n2-manifest.json (GitHub, aws-neuron-sdk).",
+    }
+)
+"""Where each family's releases are read from (`check_matrix`)."""
 
 NO_MACHINE_READABLE_SOURCE: Mapping[str, str] = MappingProxyType(
     {
-        "nvidia": "CUDA releases are read from NVIDIA's runtime wheels on PyPI (nvidia-cuda-runtime-cu12 for 12.x, "
-        "nvidia-cuda-runtime for 13.x and later): new minor releases are reported, but driver floors, cuDNN and "
-        "NCCL versions still come from the HTML release notes, which accelenv does not read.",
-        "amd": "ROCm releases are git tags and an apt repository (repo.radeon.com); checking them would need the "
-        "GitHub releases API or the repository's directory listing, which accelenv does not read.",
         "gaudi": "Intel Gaudi software releases are an HTML support matrix (docs.habana.ai) and image tags on "
-        "vault.habana.ai; checking them would need that registry's tag list, which accelenv does not read.",
-        "neuron": "Neuron SDK releases are listed in the release manifest n2-manifest.json on GitHub "
-        "(aws-neuron/aws-neuron-sdk, src/helperscripts/); it is not reachable from here.",
+        "vault.habana.ai, whose tag list needs that registry's API: no machine-readable release list to read.",
     }
 )
-"""Runtime families whose releases `check_matrix` cannot check, and what it would take. TPU runtimes are checked
-through PyPI (libtpu and jax); the CPU runtime has no version to track."""
+"""Runtime families whose releases `check_matrix` cannot check, and why."""
+
+NEURON_MANIFEST_URL = (
+    "https://raw.githubusercontent.com/aws-neuron/aws-neuron-sdk/master/src/helperscripts/n2-manifest.json"
+)
+NVIDIA_TAGS_URL = "https://api.github.com/repos/NVIDIA/open-gpu-kernel-modules/tags?per_page=100"
+NVIDIA_README_URL = "https://raw.githubusercontent.com/NVIDIA/open-gpu-kernel-modules/{tag}/README.md"
 
 
 # ---- the pure core ----------------------------------------------------------------------------------------------
@@ -103,8 +118,8 @@ def _admits(requires_python: str | None, python: str) -> bool:
 class Finding:
     """A newer release than the matrix pins: a package of an environment, or a component of a runtime."""
 
-    kind: Literal["package", "runtime"]
-    env: str  # the environment id, or the runtime id for kind "runtime"
+    kind: Literal["package", "runtime", "sku", "framework"]
+    env: str  # the environment id; the runtime id for kind "runtime"; the family for kind "sku"
     name: str
     current: str
     latest: str
@@ -117,9 +132,13 @@ class Finding:
         """The dotted matrix key to change."""
         if self.kind == "package":
             return f"envs.{self.env}.requirements.packages"
+        if self.kind == "sku":
+            return "skus (a new entry)"
+        if self.kind == "framework":
+            return "envs (a new entry for its runtime line)"
         if self.name == "libtpu":
             return f"runtimes.{self.env}.version"
-        if self.name.startswith("CUDA "):
+        if self.name.endswith(".x"):  # a new release line: CUDA 13.x, ROCm 10.x, Neuron SDK 2.x
             return "runtimes (a new entry beside runtimes." + self.env + ")"
         return f"runtimes.{self.env}.components.{self.name}"
 
@@ -173,21 +192,32 @@ def check_matrix(
     envs: Collection[str] | None = None,
     prereleases: bool = False,
     pypi_url: str = PYPI_URL,
+    settings: IndexSettings | None = None,
+    sources: ReleaseSourceUrls | None = None,
 ) -> tuple[list[Finding], list[Problem]]:
-    """Every pinned package of the chosen environments (all by default) and their TPU runtimes, against the
-    indexes each environment installs from: extra indexes first, then the main one; the first index that has the
-    package answers for it (uv's first-index strategy). Raises `UsageError` only for an unknown env id."""
+    """Every pinned package of the chosen environments (all by default), their runtimes' releases where a
+    machine-readable source exists, against the indexes each environment installs from in the resolver's order
+    (`settings`: this machine's pip or uv index settings; default PyPI alone). An index that cannot be asked is
+    a `Problem` and the next one is asked; what it would have answered is said to be unknown. Raises
+    `UsageError` only for an unknown env id."""
+    settings = settings or IndexSettings()
     client = IndexClient(session, pypi_url=pypi_url)
     findings: list[Finding] = []
     problems: list[Problem] = []
     chosen = _choose(matrix, envs)
-    for pin in _pins(matrix, chosen):
-        outcome = _check(pin, client, prereleases)
-        if isinstance(outcome, Finding):
-            findings.append(outcome)
-        elif isinstance(outcome, Problem):
-            problems.append(outcome)
-    for result in _cuda_releases(matrix, chosen, client):
+    for pin in _pins(matrix, chosen, settings):
+        finding, trouble = _check(pin, client, prereleases, settings.strategy)
+        if finding is not None:
+            findings.append(finding)
+        problems += trouble
+    urls = sources or ReleaseSourceUrls()
+    for result in [
+        *_cuda_releases(matrix, chosen, client),
+        *_framework_lines(matrix, chosen, client),
+        *_nvidia_devices(matrix, chosen, client, urls),
+        *_rocm_releases(matrix, chosen, client),
+        *_neuron_releases(matrix, chosen, client, urls),
+    ]:
         if isinstance(result, Finding):
             findings.append(result)
         else:
@@ -217,15 +247,16 @@ CUDA_RUNTIME_WHEELS = {12: "nvidia-cuda-runtime-cu12", 13: "nvidia-cuda-runtime"
 
 def _cuda_releases(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
     """A newer CUDA minor release (same major) than the newest CUDA runtime of the matrix, per major release, and a
-    newer major release than any in the matrix, from NVIDIA's runtime wheels on PyPI."""
-    used = {e.runtime for e in chosen}
-    runtimes = [r for r in matrix.runtimes.values() if r.family == "nvidia" and r.version is not None and r.id in used]
+    newer major release than any in the matrix, from NVIDIA's runtime wheels on PyPI. Every runtime of the matrix
+    counts, whichever environments were chosen: a line the matrix already has is never news."""
+    if not any(matrix.runtimes[e.runtime].family == "nvidia" for e in chosen if e.runtime in matrix.runtimes):
+        return []
+    runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == "nvidia" and r.version is not None]
     if not runtimes:
         return []
     out: list[Finding | Problem] = []
-    newest_in_matrix = max(r.version for r in runtimes if r.version is not None)
-    majors = sorted({r.version.major for r in runtimes if r.version is not None})
-    for major in [*majors, newest_in_matrix.major + 1]:
+    newest_in_matrix = max(v for v, _ in runtimes)
+    for major in [*sorted({v.major for v, _ in runtimes}), newest_in_matrix.major + 1]:
         if major < 12:
             continue  # no runtime wheels of their own before CUDA 12
         name = CUDA_RUNTIME_WHEELS.get(major, CUDA_RUNTIME_WHEELS[13])  # 13 and later share one name
@@ -239,24 +270,245 @@ def _cuda_releases(matrix: Matrix, chosen: list[Environment], client: IndexClien
         if not releases:
             continue
         top = max(releases)
-        in_matrix = [r for r in runtimes if r.version is not None and r.version.major == major]
-        have = max((r.version for r in in_matrix if r.version is not None), default=None)
-        if have is None or (top.major, top.minor) > (have.major, have.minor):
-            owner = max(in_matrix, key=lambda r: r.version or Version("0")).id if in_matrix else runtimes[0].id
-            current = f"{have.major}.{have.minor}" if have is not None else f"none of CUDA {major}.x"
-            out.append(
-                Finding(
-                    kind="runtime",
-                    env=owner,
-                    name=f"CUDA {major}.x",
-                    current=current,
-                    latest=f"{top.major}.{top.minor}",
-                    index=PYPI_SIMPLE,
-                    note=f"{name} {top} is on PyPI: a new CUDA release means a new [runtimes.*] entry "
-                    "(its driver floor from the release notes)",
-                )
-            )
+        finding = _new_line(
+            runtimes,
+            major,
+            top,
+            label="CUDA",
+            index=PYPI_SIMPLE,
+            note=f"{name} {top} is on PyPI: a new CUDA release means a new [runtimes.*] entry "
+            "(its driver floor from the release notes)",
+        )
+        if finding is not None:
+            out.append(finding)
     return out
+
+
+def _new_line(
+    runtimes: list[tuple[Version, Runtime]], major: int, top: Version, *, label: str, index: str, note: str
+) -> Finding | None:
+    """A finding when `top` is a newer release line (major.minor) than every runtime of `major` in the matrix."""
+    in_matrix = [(v, r) for v, r in runtimes if v.major == major]
+    have = max((v for v, _ in in_matrix), default=None)
+    if have is not None and (top.major, top.minor) <= (have.major, have.minor):
+        return None
+    owner = max(in_matrix or runtimes, key=lambda pair: pair[0])[1].id
+    return Finding(
+        kind="runtime",
+        env=owner,
+        name=f"{label} {major}.x",
+        current=f"{have.major}.{have.minor}" if have is not None else f"none of {label} {major}.x",
+        latest=f"{top.major}.{top.minor}",
+        index=index,
+        note=note,
+    )
+
+
+_ROCM_IN_SUMMARY = re.compile(r"ROCm:\s*([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
+
+
+def _rocm_releases(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
+    """A newer ROCm release line, read from JAX's ROCm plugins on PyPI (jax-rocm<major>-plugin): each release
+    names the ROCm it was built against in its summary ("JAX Plugin for AMD GPUs (ROCm:10.1.0)")."""
+    if not any(matrix.runtimes[e.runtime].family == "amd" for e in chosen if e.runtime in matrix.runtimes):
+        return []
+    runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == "amd" and r.version is not None]
+    if not runtimes:
+        return []
+    out: list[Finding | Problem] = []
+    top_major = max(v for v, _ in runtimes).major
+    # ROCm numbers majors with gaps (7.14 was followed by 10.0): a few majors past the newest are asked too
+    for major in sorted({v.major for v, _ in runtimes} | set(range(top_major + 1, top_major + 5))):
+        project = f"jax-rocm{major}-plugin"
+        url = f"{client.pypi_url}/pypi/{project}/json"
+        data = client.json(url)
+        if isinstance(data, _Failure):
+            if "HTTP 404" not in data.message:
+                out.append(Problem(env="amd", name=project, index=PYPI_SIMPLE, message=data.message))
+            continue
+        info = data.get("info") if isinstance(data, dict) else None
+        summary = str(info.get("summary") or "") if isinstance(info, dict) else ""
+        match = _ROCM_IN_SUMMARY.search(summary)
+        if match is None:
+            continue  # an older plugin that does not say ("ROCm:unknown")
+        top = Version(match.group(1))
+        version = str(info.get("version")) if isinstance(info, dict) else "?"
+        finding = _new_line(
+            runtimes,
+            top.major,
+            top,
+            label="ROCm",
+            index=PYPI_SIMPLE,
+            note=f"{project} {version} is built against ROCm {top} (its PyPI summary): a new ROCm line means a "
+            "new [runtimes.*] entry, its driver list from AMD's compatibility matrix",
+        )
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+_CUDA_PIN = re.compile(r"^(?:cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)(?:\[[^\]]*\])?\s*==\s*([0-9.]+)")
+
+
+def _framework_lines(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
+    """A framework release on PyPI newer than every pin of it in the matrix, for frameworks the matrix pins as
+    vendor builds (`torch==2.9.1+cu128`): news of its own, not a bump of any one pin (PyPI's torch is one CUDA
+    build, named from its wheel's requirements)."""
+    labelled: dict[str, list[Version]] = {}
+    for env in matrix.envs.values():
+        for name, version in env.requirements.pins:
+            with contextlib.suppress(InvalidVersion):
+                labelled.setdefault(canonicalize_name(name), []).append(Version(version))
+    frameworks = {
+        name
+        for env in chosen
+        for name, version in env.requirements.pins
+        if "+" in version and canonicalize_name(name) in labelled
+    }
+    out: list[Finding | Problem] = []
+    for name in sorted(canonicalize_name(n) for n in frameworks):
+        answer = client.releases(PYPI_SIMPLE, name)
+        if answer is None:
+            continue
+        if isinstance(answer, _Failure):
+            out.append(Problem(env="frameworks", name=name, index=PYPI_SIMPLE, message=answer.message))
+            continue
+        finals = [Version(v) for v in answer.versions if _is_final(v)]
+        have = max(Version(v.base_version) for v in labelled[name])
+        top = max(finals, default=None)
+        if top is None or top <= have:
+            continue
+        build = _cuda_build(client, name, str(top))
+        out.append(
+            Finding(
+                kind="framework",
+                env="frameworks",
+                name=name,
+                current=str(have),
+                latest=str(top),
+                index=PYPI_SIMPLE,
+                note=f"PyPI's {name} {top} is newer than every {name} the matrix pins"
+                + (f"; it is a CUDA {build} build (its wheels require it)" if build else "")
+                + ": an environment for it means its runtime line too",
+            )
+        )
+    return out
+
+
+def _cuda_build(client: IndexClient, name: str, version: str) -> str | None:
+    """The CUDA release a PyPI wheel requires (cuda-toolkit==13.2.2, nvidia-cuda-runtime-cu12==12.8.90), if any."""
+    requires = None
+    for url in (f"{client.pypi_url}/pypi/{name}/json", f"{client.pypi_url}/pypi/{name}/{version}/json"):
+        data = client.json(url)  # the project's page describes its newest release; older ones have their own
+        info = data.get("info") if isinstance(data, dict) else None
+        if isinstance(info, dict) and str(info.get("version")) == version:
+            requires = info.get("requires_dist")
+            break
+    for requirement in requires if isinstance(requires, list) else []:
+        match = _CUDA_PIN.match(str(requirement))
+        if match:
+            return match.group(1)
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSourceUrls:
+    """Where the release sources outside the package indexes are asked (tests point them at loopback)."""
+
+    neuron_manifest: str = NEURON_MANIFEST_URL
+    nvidia_tags: str = NVIDIA_TAGS_URL
+    nvidia_readme: str = NVIDIA_README_URL  # with {tag}
+
+
+def _uses(matrix: Matrix, chosen: list[Environment], family: str) -> bool:
+    return any(matrix.runtimes[e.runtime].family == family for e in chosen if e.runtime in matrix.runtimes)
+
+
+def _neuron_releases(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
+) -> list[Finding | Problem]:
+    """A newer Neuron SDK release line than the matrix has, from AWS's release manifest."""
+    if not _uses(matrix, chosen, "neuron"):
+        return []
+    runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == "neuron" and r.version is not None]
+    data = client.json(urls.neuron_manifest)
+    if isinstance(data, _Failure) and data.message.endswith("HTTP 404"):
+        return []  # nothing there: a source that says nothing, as an index without the project
+    if isinstance(data, _Failure):
+        return [
+            Problem(env="neuron", name="Neuron SDK release manifest", index=urls.neuron_manifest, message=data.message)
+        ]
+    text = str(data.get("manifest_version", "")) if isinstance(data, dict) else ""
+    try:
+        top = Version(text)
+    except InvalidVersion:
+        message = f"the manifest names no release (manifest_version {text[:40]!r})"
+        return [Problem(env="neuron", name="Neuron SDK release manifest", index=urls.neuron_manifest, message=message)]
+    finding = _new_line(
+        runtimes,
+        top.major,
+        top,
+        label="Neuron SDK",
+        index=urls.neuron_manifest,
+        note=f"AWS's release manifest names Neuron {top}: a new release line means a new [runtimes.*] entry "
+        "(its packages and driver from the manifest's neuron_releases)",
+    )
+    return [finding] if finding is not None else []
+
+
+_README_ROW = re.compile(r"^\|\s*(?P<name>[^|]{3,80}?)\s*\|\s*(?P<id>[0-9A-Fa-f]{4})(?:\s+[0-9A-Fa-f]{4}){0,2}\s*\|")
+# names shaped like data-center and professional products (H100, GB300, RTX PRO 6000, L40S, A10G, T4 ...):
+# the README lists every GeForce too, which the matrix does not track
+_DATA_CENTER_NAME = re.compile(r"^(?:NVIDIA (?:[A-Z]{1,2}\d{1,3}[A-Z]?\b|RTX PRO \d+|RTX \d+ Ada)|Tesla )")
+
+
+def _nvidia_devices(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
+) -> list[Finding | Problem]:
+    """Device ids that the newest release of NVIDIA's open kernel modules lists and no SKU of the matrix has:
+    new hardware a vendor may want to add (names shaped like data-center products only)."""
+    if not _uses(matrix, chosen, "nvidia"):
+        return []
+    source = "NVIDIA open kernel modules"
+    tags = client.json(urls.nvidia_tags)
+    if isinstance(tags, _Failure) and tags.message.endswith("HTTP 404"):
+        return []  # nothing there: a source that says nothing, as an index without the project
+    if isinstance(tags, _Failure):
+        return [Problem(env="nvidia", name=source, index=urls.nvidia_tags, message=tags.message)]
+    releases = []
+    for tag in tags if isinstance(tags, list) else []:
+        name = tag.get("name") if isinstance(tag, dict) else None
+        try:
+            releases.append((Version(str(name)), str(name)))
+        except InvalidVersion:
+            continue
+    if not releases:
+        return [Problem(env="nvidia", name=source, index=urls.nvidia_tags, message="no release tags in the answer")]
+    newest_tag = max(releases)[1]
+    url = urls.nvidia_readme.format(tag=newest_tag)
+    readme = client.text(url)
+    if isinstance(readme, _Failure):
+        return [Problem(env="nvidia", name=source, index=url, message=readme.message)]
+    known = {d.lower() for sku in matrix.skus.values() if sku.family == "nvidia" for d in sku.pci_device_ids}
+    seen: dict[str, str] = {}
+    for line in readme.splitlines():
+        match = _README_ROW.match(line)
+        if match and _DATA_CENTER_NAME.match(match.group("name")):
+            device = f"0x{match.group('id').lower()}"
+            if device not in known:
+                seen.setdefault(device, match.group("name"))
+    return [
+        Finding(
+            kind="sku",
+            env="nvidia",
+            name=f"{name} ({device})",
+            current="not in the matrix",
+            latest=f"listed by {newest_tag}",
+            index=url,
+            note=f"driver {newest_tag} lists PCI id {device} ({name}); add a [skus.*] entry if users run it",
+        )
+        for device, name in sorted(seen.items())
+    ]
 
 
 def _is_final(version: str) -> bool:
@@ -284,11 +536,11 @@ _TPU_NOTES = {
 }
 
 
-def _pins(matrix: Matrix, chosen: list[Environment]) -> list[_Pin]:
-    """The environments' packages in file order, then the TPU runtimes they use (libtpu, then jax, on PyPI)."""
+def _pins(matrix: Matrix, chosen: list[Environment], settings: IndexSettings) -> list[_Pin]:
+    """The environments' packages in file order, then the TPU runtimes they use (libtpu, then jax)."""
     pins = []
     for env in chosen:
-        indexes = (*env.requirements.extra_index_urls, env.requirements.index_url or PYPI_SIMPLE)
+        indexes = settings.indexes_for(env.requirements.index_url, env.requirements.extra_index_urls)
         for requirement in env.requirements.packages:
             specs = list(requirement.specifier)
             pinned = len(specs) == 1 and specs[0].operator == "==" and not specs[0].version.endswith(".*")
@@ -322,24 +574,43 @@ def _pins(matrix: Matrix, chosen: list[Environment]) -> list[_Pin]:
                         name=name,
                         current=current,
                         python=python,
-                        indexes=(PYPI_SIMPLE,),
+                        indexes=settings.indexes_for(None, ()),
                         note=note,
                     )
                 )
     return pins
 
 
-def _check(pin: _Pin, client: IndexClient, prereleases: bool) -> Finding | Problem | None:
+def _check(
+    pin: _Pin, client: IndexClient, prereleases: bool, strategy: Strategy
+) -> tuple[Finding | None, list[Problem]]:
+    """The newer release of one pin, if any, and what got in the way. With the first-index strategy (uv) the
+    first index that has the project answers; with best-version (pip) every index that has it does."""
     key = f"envs.{pin.owner}.requirements.packages" if pin.kind == "package" else f"runtimes.{pin.owner}"
     if pin.current is None:
         message = f"{pin.name} is not pinned with a single == ({key})"
-        return Problem(env=pin.owner, name=pin.name, index=pin.indexes[-1], message=message)
+        return None, [Problem(env=pin.owner, name=pin.name, index=pin.indexes[-1], message=message)]
+    failed: list[tuple[str, str]] = []
+    answers: list[Releases] = []
     for index in pin.indexes:
         answer = client.releases(index, pin.name)
         if answer is None:
             continue
         if isinstance(answer, _Failure):
-            return Problem(env=pin.owner, name=pin.name, index=index, message=answer.message)
+            failed.append((index, answer.message))
+            continue
+        answers.append(answer)
+        if strategy == "first-index":
+            break
+    if not answers:
+        if failed:
+            return None, [Problem(env=pin.owner, name=pin.name, index=i, message=m) for i, m in failed]
+        message = f"no index has {pin.name} (asked {', '.join(pin.indexes)})"
+        return None, [Problem(env=pin.owner, name=pin.name, index=pin.indexes[-1], message=message)]
+    rest = "the next index answered instead" if strategy == "first-index" else "the other indexes answered"
+    problems = [Problem(env=pin.owner, name=pin.name, index=i, message=f"{m}; {rest}") for i, m in failed]
+    best: tuple[Version, str, str] | None = None
+    for answer in answers:
         latest = newest(
             list(answer.versions),
             current=pin.current,
@@ -347,21 +618,38 @@ def _check(pin: _Pin, client: IndexClient, prereleases: bool) -> Finding | Probl
             requires_python=dict(answer.requires_python),
             allow_prereleases=prereleases,
         )
-        if latest is None:
-            return None
-        return Finding(
-            kind=pin.kind, env=pin.owner, name=pin.name, current=pin.current, latest=latest, index=index, note=pin.note
-        )
-    message = f"no index has {pin.name} (asked {', '.join(pin.indexes)})"
-    return Problem(env=pin.owner, name=pin.name, index=pin.indexes[-1], message=message)
+        if latest is not None and (best is None or Version(latest) > best[0]):
+            best = (Version(latest), latest, answer.index)
+    if best is None:
+        return None, problems
+    finding = Finding(
+        kind=pin.kind, env=pin.owner, name=pin.name, current=pin.current, latest=best[1], index=best[2], note=pin.note
+    )
+    return finding, problems
 
 
 # ---- rendering ---------------------------------------------------------------------------------------------------
 
 
-def render_github(findings: Iterable[Finding]) -> str:
+_GET = re.compile(r"^GET (\S+) ")
+
+
+def problem_lines(problems: Iterable[Problem]) -> list[str]:
+    """One short line per (environment, index, reason): the pins an index could not answer for, grouped, the
+    per-project URL replaced by the index it belongs to."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for p in problems:
+        match = _GET.match(p.message)
+        rest = p.message[match.end() :].removeprefix("failed: ") if match else ""
+        text = f"{p.index}: {rest}" if match and match.group(1).startswith(p.index) else p.message
+        grouped.setdefault((p.env, text), []).append(p.name)
+    return [f"{env}: {', '.join(dict.fromkeys(names))}: {text}" for (env, text), names in grouped.items()]
+
+
+def render_github(findings: Iterable[Finding], problems: Iterable[Problem] = ()) -> str:
     """One issue-ready Markdown section per finding: what is newer, where it was found, which key to change.
-    Releases held back by the matrix's support window are listed after them, with the reason, not as issues."""
+    Releases held back by the matrix's support window are listed after them, with the reason, not as issues;
+    pins that could not be checked close the report, one line each."""
     findings = list(findings)
     sections = []
     for f in (f for f in findings if not f.held):
@@ -393,42 +681,62 @@ def render_github(findings: Iterable[Finding]) -> str:
         ]
         lines += [f"| {f.name} (`{f.env}`) | `{f.current}` | `{f.latest}` | {f.held} |" for f in held]
         sections.append("\n".join(lines) + "\n")
-    if not sections:
-        return "No newer releases found.\n"
+    trouble = problem_lines(problems)
+    if trouble:
+        lines = ["### Could not be checked", "", *(f"- {line}" for line in trouble)]
+        sections.append("\n".join(lines) + "\n")
     if not any(not f.held for f in findings):
-        sections.insert(0, "Nothing to update: every newer release found is held back by the support window.\n")
+        head = (
+            "Nothing to update: every newer release found is held back by the support window."
+            if held
+            else "No newer releases found."
+        )
+        if trouble:
+            head += f" {len(trouble)} line(s) below could not be checked, so this is not the whole answer."
+        sections.insert(0, head + "\n")
     return "\n".join(sections)
 
 
 def render_table(findings: Iterable[Finding], problems: Iterable[Problem]) -> str:
-    """Findings as aligned columns, then the problems, then the runtime families nothing here can check."""
+    """Findings as aligned columns, then the held ones, then what could not be checked, then the runtime
+    families nothing here can check."""
     findings = list(findings)
+    problems = list(problems)
     rows = [("KIND", "ENV", "NAME", "CURRENT", "LATEST", "INDEX")]
     rows += [(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings if not f.held]
     lines = []
     if len(rows) > 1:
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
         lines += ["  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]) for row in rows]
+    elif problems:
+        lines.append("no newer release found among what could be checked; some pins could not be (below)")
     else:
         lines.append("every pinned package and runtime checked is current, or held back by the support window")
     held = [f for f in findings if f.held]
     if held:
         lines += ["", f"{len(held)} held back by the support window (news, not a lag):"]
         lines += [f"  {f.env}: {f.name} {f.current} -> {f.latest}: {f.held}" for f in held]
-    problems = list(problems)
-    if problems:
+    trouble = problem_lines(problems)
+    if trouble:
         lines += ["", f"{len(problems)} could not be checked:"]
-        lines += [f"  {p.env}: {p.name}: {p.message}" for p in problems]
-    unchecked = [family for family in NO_MACHINE_READABLE_SOURCE if family != "nvidia"]
-    lines += ["", f"runtimes not checked (no machine-readable release source): {', '.join(unchecked)}"]
+        lines += [f"  {line}" for line in trouble]
+    lines += ["", f"runtimes not checked (no machine-readable release source): {', '.join(NO_MACHINE_READABLE_SOURCE)}"]
     return "\n".join(lines) + "\n"
 
 
-def as_json(findings: Iterable[Finding], problems: Iterable[Problem]) -> str:
+def as_json(findings: Iterable[Finding], problems: Iterable[Problem], *, settings: IndexSettings | None = None) -> str:
     """The whole report as JSON, deterministic (sorted keys), for `accelenv outdated --json`."""
+    settings = settings or IndexSettings()
     document = {
         "findings": [f.as_json() for f in findings],
         "problems": [p.as_json() for p in problems],
         "not_checked": dict(NO_MACHINE_READABLE_SOURCE),
+        "release_sources": dict(RELEASE_SOURCES),
+        "indexes": {
+            "main": settings.main,
+            "extra": list(settings.extra),
+            "strategy": settings.strategy,
+            "origin": settings.origin,
+        },
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"

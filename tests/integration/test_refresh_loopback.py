@@ -1,0 +1,98 @@
+"""`accelenv refresh` end to end against a package index served on loopback: a newer pin is written into the
+matrix, the lock is re-resolved by uv from that index (with its hash), the generated files are rendered; an
+environment whose index is down keeps its old pin and is named."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+from typing import TYPE_CHECKING
+
+import pytest
+import tomlkit
+from hostkit import LoopbackServer, build_wheel, write_simple_index
+from reference import REFERENCE_MATRIX
+
+from accelenv.cli import main
+from accelenv.matrix import load_matrix
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.integration
+
+
+def matrix_with(folder: Path, envs: dict[str, tuple[str, list[str]]]) -> Path:
+    """The reference matrix plus cpu environments (id -> (index url, pins)), written to folder/matrix.toml."""
+    doc = tomlkit.parse(REFERENCE_MATRIX.read_text(encoding="utf-8"))
+    for env_id, (index, pins) in envs.items():
+        env = tomlkit.table()
+        env.update(
+            {
+                "family": "cpu",
+                "runtime": "cpu",
+                "description": f"refresh test {env_id}",
+                "os": "debian12",
+                "python": "3.11",
+                "platforms": ["linux/amd64"],
+                "skus": ["cpu-x86-64"],
+                "requirements": {"packages": pins, "index_url": index},
+                "tests": ["tests/devices/test_cpu_devices.py"],
+                "ci_tier": "pr",
+            }
+        )
+        doc["envs"][env_id] = env
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.toml"
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    simple = tmp_path / "www" / "simple"
+    for version in ("1.0", "1.1"):
+        build_wheel(simple / "demo-lib", "demo-lib", version)
+    write_simple_index(simple)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    with LoopbackServer(tmp_path / "www") as server:
+        live = f"{server.url}/simple"
+        dead = f"http://127.0.0.1:{dead_port}/simple"
+        path = matrix_with(
+            tmp_path / "repo", {"demo-live": (live, ["demo-lib==1.0"]), "demo-dead": (dead, ["demo-lib==1.0"])}
+        )
+        # only these two environments: the rest of the reference matrix talks to the real indexes
+        for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+        out = io.StringIO()
+        code = main(
+            [
+                "--matrix",
+                str(path),
+                "refresh",
+                "--env",
+                "demo-live",
+                "--env",
+                "demo-dead",
+                "-o",
+                str(tmp_path / "pr.md"),
+            ],
+            out=out,
+        )
+    assert code == 0, out.getvalue()
+    summary = out.getvalue()
+    assert "- `demo-live`: demo-lib 1.0 -> 1.1" in summary
+    assert "Re-locked: `demo-live`" in summary
+    assert "demo-dead: demo-lib: " in summary  # could not be checked, with the reason
+    assert (tmp_path / "pr.md").read_text(encoding="utf-8") == summary
+    matrix = load_matrix(path, use_cache=False)
+    assert matrix.envs["demo-live"].requirements.specs == ("demo-lib==1.1",)
+    assert matrix.envs["demo-dead"].requirements.specs == ("demo-lib==1.0",)  # unchanged: its index is down
+    lock = (path.parent / "envs" / "demo-live" / "requirements.lock").read_text(encoding="utf-8")
+    assert "demo-lib==1.1 \\" in lock
+    assert "--hash=sha256:" in lock
+    assert (path.parent / "images" / "demo-live" / "Dockerfile").is_file()
+    assert main(["--matrix", str(path), "render", "--check"]) == 0
