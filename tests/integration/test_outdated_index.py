@@ -93,3 +93,27 @@ def test_an_index_nobody_listens_on_is_a_problem_not_an_exception() -> None:
             f"GET http://127.0.0.1:{port}/pypi/ray/json failed: connection refused",
         ),
     ]
+
+
+def test_a_mirror_set_through_pips_settings_replaces_pypi(served: Path, tmp_path: Path) -> None:
+    """pip.conf's index-url (and PIP_INDEX_URL over it) is where PyPI's pins are looked up: the mirror answers,
+    pypi.org is never asked (here: a port nobody listens on stands for it)."""
+    from accelenv.upstream.settings import read_index_settings
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with LoopbackServer(served) as server, requests.Session() as session:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nindex-url = {server.url}/simple\n", encoding="utf-8")
+        settings = read_index_settings({}, [conf])
+        matrix = with_env_pins(load_matrix(REFERENCE_MATRIX), "cpu-py311", ["demo-torch==2.10.0+cpu"], ())
+        findings, problems = check_matrix(matrix, session, envs=["cpu-py311"], pypi_url=nobody, settings=settings)
+    assert problems == []
+    # 2.10.0+cpu is the newest +cpu build, so no bump; the mirror's plain 2.11.0 is a newer framework line
+    mirror = f"{server.url}/simple"
+    assert [(f.kind, f.name, f.current, f.latest, f.index) for f in findings] == [
+        ("framework", "demo-torch", "2.10.0", "2.11.0", mirror)
+    ]
+    assert settings.strategy == "best-version"
+    assert settings.main == f"{server.url}/simple"

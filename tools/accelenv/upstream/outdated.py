@@ -212,10 +212,10 @@ def check_matrix(
         problems += trouble
     urls = sources or ReleaseSourceUrls()
     for result in [
-        *_cuda_releases(matrix, chosen, client),
-        *_framework_lines(matrix, chosen, client),
+        *_cuda_releases(matrix, chosen, client, settings),
+        *_framework_lines(matrix, chosen, client, settings),
         *_nvidia_devices(matrix, chosen, client, urls),
-        *_rocm_releases(matrix, chosen, client),
+        *_rocm_releases(matrix, chosen, client, settings),
         *_neuron_releases(matrix, chosen, client, urls),
     ]:
         if isinstance(result, Finding):
@@ -245,7 +245,9 @@ def _with_hold(matrix: Matrix, finding: Finding) -> Finding:
 CUDA_RUNTIME_WHEELS = {12: "nvidia-cuda-runtime-cu12", 13: "nvidia-cuda-runtime"}
 
 
-def _cuda_releases(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
+def _cuda_releases(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, settings: IndexSettings
+) -> list[Finding | Problem]:
     """A newer CUDA minor release (same major) than the newest CUDA runtime of the matrix, per major release, and a
     newer major release than any in the matrix, from NVIDIA's runtime wheels on PyPI. Every runtime of the matrix
     counts, whichever environments were chosen: a line the matrix already has is never news."""
@@ -260,11 +262,12 @@ def _cuda_releases(matrix: Matrix, chosen: list[Environment], client: IndexClien
         if major < 12:
             continue  # no runtime wheels of their own before CUDA 12
         name = CUDA_RUNTIME_WHEELS.get(major, CUDA_RUNTIME_WHEELS[13])  # 13 and later share one name
-        answer = client.releases(PYPI_SIMPLE, name)
+        index = settings.main or PYPI_SIMPLE
+        answer = client.releases(index, name)
         if answer is None:
             continue
         if isinstance(answer, _Failure):
-            out.append(Problem(env="nvidia", name=name, index=PYPI_SIMPLE, message=answer.message))
+            out.append(Problem(env="nvidia", name=name, index=index, message=answer.message))
             continue
         releases = [Version(v) for v in answer.versions if _is_final(v) and Version(v).major == major]
         if not releases:
@@ -275,7 +278,7 @@ def _cuda_releases(matrix: Matrix, chosen: list[Environment], client: IndexClien
             major,
             top,
             label="CUDA",
-            index=PYPI_SIMPLE,
+            index=index,
             note=f"{name} {top} is on PyPI: a new CUDA release means a new [runtimes.*] entry "
             "(its driver floor from the release notes)",
         )
@@ -307,11 +310,16 @@ def _new_line(
 _ROCM_IN_SUMMARY = re.compile(r"ROCm:\s*([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 
 
-def _rocm_releases(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
+def _rocm_releases(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, settings: IndexSettings
+) -> list[Finding | Problem]:
     """A newer ROCm release line, read from JAX's ROCm plugins on PyPI (jax-rocm<major>-plugin): each release
     names the ROCm it was built against in its summary ("JAX Plugin for AMD GPUs (ROCm:10.1.0)")."""
     if not any(matrix.runtimes[e.runtime].family == "amd" for e in chosen if e.runtime in matrix.runtimes):
         return []
+    if settings.main:
+        message = "ROCm lines are read from PyPI's JSON API (project summaries); a mirror replaces PyPI here"
+        return [Problem(env="amd", name="jax-rocm plugins", index=settings.main, message=message)]
     runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == "amd" and r.version is not None]
     if not runtimes:
         return []
@@ -350,7 +358,9 @@ def _rocm_releases(matrix: Matrix, chosen: list[Environment], client: IndexClien
 _CUDA_PIN = re.compile(r"^(?:cuda-toolkit|nvidia-cuda-runtime(?:-cu\d+)?)(?:\[[^\]]*\])?\s*==\s*([0-9.]+)")
 
 
-def _framework_lines(matrix: Matrix, chosen: list[Environment], client: IndexClient) -> list[Finding | Problem]:
+def _framework_lines(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, settings: IndexSettings
+) -> list[Finding | Problem]:
     """A framework release on PyPI newer than every pin of it in the matrix, for frameworks the matrix pins as
     vendor builds (`torch==2.9.1+cu128`): news of its own, not a bump of any one pin (PyPI's torch is one CUDA
     build, named from its wheel's requirements)."""
@@ -366,19 +376,20 @@ def _framework_lines(matrix: Matrix, chosen: list[Environment], client: IndexCli
         if "+" in version and canonicalize_name(name) in labelled
     }
     out: list[Finding | Problem] = []
+    index = settings.main or PYPI_SIMPLE  # the main index: PyPI, or the mirror that replaces it
     for name in sorted(canonicalize_name(n) for n in frameworks):
-        answer = client.releases(PYPI_SIMPLE, name)
+        answer = client.releases(index, name)
         if answer is None:
             continue
         if isinstance(answer, _Failure):
-            out.append(Problem(env="frameworks", name=name, index=PYPI_SIMPLE, message=answer.message))
+            out.append(Problem(env="frameworks", name=name, index=index, message=answer.message))
             continue
         finals = [Version(v) for v in answer.versions if _is_final(v)]
         have = max(Version(v.base_version) for v in labelled[name])
         top = max(finals, default=None)
         if top is None or top <= have:
             continue
-        build = _cuda_build(client, name, str(top))
+        build = _cuda_build(client, name, str(top)) if index == PYPI_SIMPLE else None  # PyPI's JSON API only
         out.append(
             Finding(
                 kind="framework",
@@ -386,7 +397,7 @@ def _framework_lines(matrix: Matrix, chosen: list[Environment], client: IndexCli
                 name=name,
                 current=str(have),
                 latest=str(top),
-                index=PYPI_SIMPLE,
+                index=index,
                 note=f"PyPI's {name} {top} is newer than every {name} the matrix pins"
                 + (f"; it is a CUDA {build} build (its wheels require it)" if build else "")
                 + ": an environment for it means its runtime line too",
