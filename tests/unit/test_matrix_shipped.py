@@ -244,6 +244,8 @@ def test_no_fake_digests_and_every_source_is_used(matrix: Matrix) -> None:
     validation = validate_file(REPO / "matrix.toml")
     assert not [p for p in validation.problems if p.rule == "unused-source"]
     assert all(s.url or s.where for s in matrix.sources.values())
+    # a reader must be able to open every source: a URL, or a path in a repository; no search-index ids
+    assert [s.id for s in matrix.sources.values() if s.where and "find_string" in s.where] == []
 
 
 def test_schema_accepts_the_shipped_matrix_as_json() -> None:
