@@ -105,6 +105,29 @@ def test_build_noop_verify_run_and_break(
     assert code == 0, err
     assert "six 1.17.0 /workspace" in out
 
+    # any host user: a working tree owned by uid 4242 is written as 4242; stderr stays apart; /dev/shm is large
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.chown(tree, 4242, 4242)
+    script = (
+        "import os, sys; open('/workspace/made', 'w').write('x'); print('out', os.getuid()); "
+        "print('err', file=sys.stderr); print('shm', os.statvfs('/dev/shm').f_blocks * os.statvfs('/dev/shm').f_frsize)"
+    )
+    old_cwd = Path.cwd()
+    os.chdir(tree)
+    try:
+        code = accelenv(matrix, "run", "ci-image", "--repository", repository, "--", "python", "-c", script)
+    finally:
+        os.chdir(old_cwd)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "out 4242" in out
+    assert "err" not in out
+    assert "err" in err
+    assert (tree / "made").stat().st_uid == 4242
+    shm = int(next(line for line in out.splitlines() if line.startswith("shm ")).split()[1])
+    assert shm > 64 * 2**20
+
     # break it on purpose: another pin, relocked, and the image no longer verifies
     write_matrix(tmp_path / "repo", pin="six==1.16.0")
     assert accelenv(matrix, "lock", "ci-image") == 0

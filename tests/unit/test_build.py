@@ -61,7 +61,7 @@ class FakeEngine:
     def remove(self, reference: str) -> None:
         self.images.pop(reference, None)
 
-    def run(self, spec: RunSpec, on_line: Callable[[str], None]) -> int:
+    def run(self, spec: RunSpec, on_line: Callable[[str], None], on_error: Callable[[str], None] | None = None) -> int:
         return 0
 
     def push(self, reference: str, on_line: Callable[[str], None]) -> None:
@@ -262,6 +262,10 @@ def test_run_wires_devices_from_the_matrix(
     assert spec.runtime == runtime
     assert variables.items() <= spec.environment.items()
     assert spec.volumes == {str(tmp_path): "/workspace"}
+    owner = tmp_path.stat()
+    assert spec.user == f"{owner.st_uid}:{owner.st_gid}"  # files written in /workspace belong to its owner
+    assert spec.shm_size == "8g"
+    assert spec.environment["HOME"] == "/tmp"
 
 
 def test_summary_counts() -> None:

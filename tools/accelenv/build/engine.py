@@ -7,6 +7,7 @@ docker-py error becomes an `EngineError` with a message a user can act on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -57,6 +58,7 @@ class RunSpec:
     runtime: str | None = None  # Gaudi: habana
     user: str | None = None
     workdir: str | None = None
+    shm_size: str | None = None  # /dev/shm of the container (docker's default 64 MiB starves NCCL and DataLoader)
 
 
 class Engine(Protocol):
@@ -72,7 +74,9 @@ class Engine(Protocol):
 
     def remove(self, reference: str) -> None: ...
 
-    def run(self, spec: RunSpec, on_line: Callable[[str], None]) -> int: ...
+    def run(
+        self, spec: RunSpec, on_line: Callable[[str], None], on_error: Callable[[str], None] | None = None
+    ) -> int: ...
 
     def push(self, reference: str, on_line: Callable[[str], None]) -> None: ...
 
@@ -157,9 +161,12 @@ class DockerEngine:
         except docker.errors.ImageNotFound:
             return
 
-    def run(self, spec: RunSpec, on_line: Callable[[str], None]) -> int:
+    def run(self, spec: RunSpec, on_line: Callable[[str], None], on_error: Callable[[str], None] | None = None) -> int:
+        """Run the container to its end, passing its standard output to `on_line` and its standard error to
+        `on_error` (to `on_line` when not given), line by line as they come; the container's exit status."""
         import docker.errors
         import docker.types
+        import docker.utils.socket
 
         host_config = self._client.create_host_config(
             binds={host: {"bind": target, "mode": "rw"} for host, target in spec.volumes.items()},
@@ -167,6 +174,7 @@ class DockerEngine:
             group_add=spec.group_add or None,
             device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else None,
             runtime=spec.runtime,
+            shm_size=spec.shm_size,
         )
         try:
             container = self._client.create_container(
@@ -182,11 +190,24 @@ class DockerEngine:
         except docker.errors.APIError as error:
             raise EngineError(f"cannot create a container from {spec.image}: {_explain(error)}") from error
         cid = container["Id"]
+        streams = {1: on_line, 2: on_error or on_line}  # the engine's stream ids: 1 stdout, 2 stderr
+        pending = {1: "", 2: ""}
         try:
-            self._client.start(cid)
-            for chunk in self._client.logs(cid, stream=True, follow=True):
-                for line in chunk.decode("utf-8", errors="replace").splitlines():
-                    on_line(line)
+            # attached before the start, as `docker run` does: a command that ends at once loses nothing, and the
+            # stream ends when the container does
+            sock = self._client.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1, "logs": 1})
+            try:
+                self._client.start(cid)
+                for stream, data in docker.utils.socket.frames_iter(sock, tty=False):
+                    which = 2 if stream == 2 else 1
+                    *lines, pending[which] = (pending[which] + data.decode("utf-8", errors="replace")).split("\n")
+                    for line in lines:
+                        streams[which](line)
+            finally:
+                _close_attached(sock)
+            for which, rest in pending.items():
+                if rest:
+                    streams[which](rest)
             return int(self._client.wait(cid)["StatusCode"])
         except docker.errors.APIError as error:
             raise EngineError(f"the container of {spec.image} failed to run: {_explain(error)}") from error
@@ -233,7 +254,7 @@ def connect(timeout: float = 10.0) -> DockerEngine:
     client = docker.APIClient(base_url=host if "DOCKER_HOST" in os.environ else None, version=MIN_API, timeout=timeout)
     try:
         version = client.version(api_version=False)
-    except docker.errors.DockerException as error:
+    except (docker.errors.DockerException, OSError) as error:  # requests' errors (a silent socket) are OSErrors
         client.close()
         raise EngineError(
             f"no container engine answers at {host}: {_explain(error)}. Start dockerd (or podman system service) or "
@@ -253,6 +274,18 @@ def connect(timeout: float = 10.0) -> DockerEngine:
             arch=str(version.get("Arch", "?")),
         ),
     )
+
+
+def _close_attached(sock: Any) -> None:
+    """Close an attach socket of docker-py and the HTTP response behind it (docker-py keeps both alive)."""
+    response, raw = getattr(sock, "_response", None), getattr(sock, "_sock", None)
+    with contextlib.suppress(Exception):
+        if response is not None:
+            response.close()
+    with contextlib.suppress(OSError):
+        sock.close()
+        if raw is not None:
+            raw.close()
 
 
 def _explain(error: Exception) -> str:

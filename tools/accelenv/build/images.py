@@ -304,18 +304,40 @@ def locked_pins(lock: str) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------------------------------- run
 
 
-def run_spec(matrix: Matrix, env: Environment, image: str, command: list[str], *, root: Root, workdir: Path) -> RunSpec:
-    """The container for `accelenv run`: the working tree at /workspace and the family's devices, as data."""
+DEFAULT_SHM = "8g"  # a cap, not a reservation: NCCL and DataLoader workers need far more than docker's 64 MiB
+
+
+def run_spec(
+    matrix: Matrix,
+    env: Environment,
+    image: str,
+    command: list[str],
+    *,
+    root: Root,
+    workdir: Path,
+    shm_size: str = DEFAULT_SHM,
+    user: tuple[int, int] | None = None,
+) -> RunSpec:
+    """The container for `accelenv run`: the working tree at /workspace, written as its owner (`user`, uid and
+    gid; default: the owner of `workdir`), so files the command creates belong to the host user whatever their
+    uid; the family's devices; a /dev/shm large enough for collectives. Pure data."""
     family = matrix.families[env.family]
     devices = sorted({node for pattern in family.container_devices for node in root.glob(pattern)})
+    if user is None:
+        owner = workdir.stat()
+        user = (owner.st_uid, owner.st_gid)
+    environment = dict(family.container_env)
+    environment.setdefault("HOME", "/tmp")  # the host uid may have no home in the image
     return RunSpec(
         image=image,
         command=command,
-        environment=dict(family.container_env),
+        environment=environment,
         volumes={str(workdir): "/workspace"},
         devices=devices,
         group_add=list(family.container_groups),
         gpus=family.container_gpus,
         runtime=family.container_runtime,
         workdir="/workspace",
+        user=f"{user[0]}:{user[1]}",
+        shm_size=shm_size,
     )

@@ -146,8 +146,13 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_arguments(p: argparse.ArgumentParser) -> None:
+    from accelenv.build.images import DEFAULT_SHM
+
     p.add_argument("env", metavar="ENV")
     _image_options(p)
+    p.add_argument(
+        "--shm-size", default=DEFAULT_SHM, metavar="SIZE", help="the container's /dev/shm (default %(default)s)"
+    )
     p.set_defaults(command=[])  # everything after `--` (split off by the entry point: argparse would misread it)
 
 
@@ -163,15 +168,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not command:
         raise UsageError("nothing to run: accelenv run ENV -- COMMAND [ARGS...]")
     spec = run_spec(
-        matrix, env, _image_ref(args, matrix, env.id), command, root=Root.from_option(None), workdir=Path.cwd()
+        matrix,
+        env,
+        _image_ref(args, matrix, env.id),
+        command,
+        root=Root.from_option(None),
+        workdir=Path.cwd(),
+        shm_size=args.shm_size,
     )
 
     def echo(line: str) -> None:
         out.write(line + "\n")
         out.flush()
 
+    def echo_error(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
     with connect() as engine:
-        return engine.run(spec, echo)
+        return engine.run(spec, echo, echo_error)
 
 
 COMMANDS = {
