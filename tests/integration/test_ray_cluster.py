@@ -1,7 +1,8 @@
 """accelenv check --ray on a real multi-node Ray cluster on one machine (ray.cluster_utils.Cluster).
 
 Nodes declare fake GPU resources; each node's check reads its own captured host (a fake sysfs root) so the nodes
-stand in for different machines. One node's Ray view disagrees with its driver, one node is killed mid-check.
+stand in for different machines. One node's Ray view disagrees with its driver, one has another pytest on its path,
+one is killed mid-check (and is listed as dead by the next check), one dies just after its result arrived.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import tomlkit
 from hostkit import Pci, make_root
 from reference import REFERENCE_MATRIX
+
+if TYPE_CHECKING:
+    from accelenv.cluster.ray import NodeResult
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +52,12 @@ def matrix_text() -> str:
             "python": "3.11",
             "platforms": ["linux/amd64"],
             "skus": ["h100-sxm"],
-            "requirements": {"packages": [f"packaging=={importlib.metadata.version('packaging')}"]},
+            "requirements": {
+                "packages": [
+                    f"packaging=={importlib.metadata.version('packaging')}",
+                    f"pytest=={importlib.metadata.version('pytest')}",
+                ]
+            },
             "tests": ["tests/devices/test_nvidia_devices.py"],
             "ci_tier": "nightly",
         }
@@ -63,20 +73,44 @@ def host(folder: Path, gpus: int) -> str:
     return str(make_root(folder, pci=pci, modules={"nvidia": "570.124.06"}, files=files))
 
 
-def test_cluster_check(tmp_path: Path) -> None:
+def other_pytest(folder: Path) -> str:
+    """A folder holding another pytest's metadata: on a node's PYTHONPATH, a second pytest is installed there."""
+    info = folder / "pytest-0.0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytest\nVersion: 0.0.1\n")
+    return str(folder)
+
+
+def ray_or_skip() -> None:
     try:
-        import ray
-        from ray.cluster_utils import Cluster
+        import ray  # noqa: F401
     except ImportError:
         if os.environ.get("CI") == "true":
             pytest.fail("ray is missing (a dev dependency)")
         pytest.skip("ray is not installed")
+
+
+def validate(view: dict[str, object], results: list[NodeResult]) -> None:
+    import jsonschema
+
+    from accelenv.plan.schemas import cluster_schema
+
+    document = {"env": "cluster-test", "cluster": view, "nodes": [r.as_json() for r in results]}
+    jsonschema.Draft202012Validator(cluster_schema()).validate(document)
+
+
+def test_cluster_check(tmp_path: Path) -> None:
+    ray_or_skip()
+    import ray
+    from ray.cluster_utils import Cluster
+
     from accelenv.cluster.ray import check_cluster, summary
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 2})
     try:
         good = cluster.add_node(num_cpus=1, num_gpus=2)
         short = cluster.add_node(num_cpus=1, num_gpus=2)  # Ray counts 2 GPUs, the host shows 1
+        odd = cluster.add_node(num_cpus=1, num_gpus=2, env_vars={"PYTHONPATH": other_pytest(tmp_path / "site")})
         doomed = cluster.add_node(num_cpus=1, num_gpus=2)
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
@@ -85,6 +119,7 @@ def test_cluster_check(tmp_path: Path) -> None:
             head_id: host(tmp_path / "head", 2),
             good.node_id: host(tmp_path / "good", 2),
             short.node_id: host(tmp_path / "short", 1),
+            odd.node_id: host(tmp_path / "odd", 2),
             doomed.node_id: host(tmp_path / "doomed", 2),
         }
         killer = threading.Timer(8.0, cluster.remove_node, args=(doomed,))
@@ -96,27 +131,77 @@ def test_cluster_check(tmp_path: Path) -> None:
         )  # fmt: skip
         elapsed = time.monotonic() - start
         killer.join()
+        again = check_cluster(matrix_text(), "cluster-test", "nvidia", address=cluster.address, timeout=90, roots=roots)
     finally:
         ray.shutdown()
         cluster.shutdown()  # type: ignore[no-untyped-call]
 
     by_node = {r.node_id: r for r in results}
-    assert len(results) == 4  # one check per node, none missed or doubled
+    assert len(results) == 5  # one check per node, none missed or doubled
     assert by_node[head_id].verdict in ("pass", "warn"), by_node[head_id].checks
     assert by_node[good.node_id].verdict in ("pass", "warn")
     assert by_node[good.node_id].devices == 2
     assert by_node[short.node_id].verdict == "fail"
     assert by_node[short.node_id].problems == ["Ray counts 2 GPU, the node's driver shows 1 device(s)"]
-    assert by_node[doomed.node_id].verdict == "unreachable"
+    assert by_node[odd.node_id].verdict == "fail"
+    assert by_node[odd.node_id].failing == ["requirements.pytest"]
+    assert by_node[doomed.node_id].verdict == "dead"  # killed mid-check: never passing
+    assert by_node[doomed.node_id].problems[0].startswith("Ray marks the node dead (")
     assert elapsed < 90
     view = summary(results)
-    import jsonschema
-
-    from accelenv.plan.schemas import cluster_schema
-
-    document = {"env": "cluster-test", "cluster": view, "nodes": [r.as_json() for r in results]}
-    jsonschema.Draft202012Validator(cluster_schema()).validate(document)
-    assert view["nodes"] == 4
+    validate(view, results)
+    assert view["nodes"] == 5
     assert view["conforming"] == 2
     assert view["unreachable"] == [doomed.node_id]
-    assert view["differ_from_majority"] == [short.node_id]
+    assert view["dead"] == [doomed.node_id]
+    assert sorted(view["differ_from_majority"]) == sorted([short.node_id, odd.node_id])
+    assert view["differences"][odd.node_id] == ["requirements.pytest: fail (majority: pass)"]
+    assert view["differences"][short.node_id] == [
+        "devices: 1 (majority: 2)",
+        "ray.resources: fail (majority: absent)",
+    ]
+
+    # the next check still lists the dead node as dead, and does not count it as conforming
+    later = summary(again)
+    validate(later, again)
+    assert (later["nodes"], later["conforming"], later["dead"]) == (5, 2, [doomed.node_id])
+    assert {r.node_id: r.verdict for r in again}[doomed.node_id] == "dead"
+
+
+def test_a_result_from_a_node_that_then_dies_does_not_count(tmp_path: Path) -> None:
+    ray_or_skip()
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from accelenv.cluster.ray import check_cluster, summary
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 2})
+    try:
+        brief = cluster.add_node(num_cpus=1, num_gpus=2)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        head_id = ray.get_runtime_context().get_node_id()
+        roots = {head_id: host(tmp_path / "head", 2), brief.node_id: host(tmp_path / "brief", 2)}
+        warm = check_cluster(matrix_text(), "cluster-test", "nvidia", address=cluster.address, timeout=60, roots=roots)
+        assert all(r.verdict in ("pass", "warn") for r in warm), [r.checks for r in warm]
+        # the brief node answers at once (its worker is warm); it is gone before the slow head answers
+        killer = threading.Timer(4.0, cluster.remove_node, args=(brief,))
+        killer.start()
+        results = check_cluster(
+            matrix_text(), "cluster-test", "nvidia", address=cluster.address, timeout=60,
+            roots=roots, delays={head_id: 10.0},
+        )  # fmt: skip
+        killer.join()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
+
+    by_node = {r.node_id: r for r in results}
+    assert by_node[head_id].verdict in ("pass", "warn")
+    assert by_node[brief.node_id].verdict == "dead"
+    assert by_node[brief.node_id].problems[1] == (
+        "during the check: its result arrived, then Ray marked the node dead; it is not counted"
+    )
+    view = summary(results)
+    validate(view, results)
+    assert (view["nodes"], view["conforming"], view["dead"]) == (2, 1, [brief.node_id])

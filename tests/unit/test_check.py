@@ -95,9 +95,17 @@ def by_id(findings: list[Finding]) -> dict[str, Finding]:
     return {f.id: f for f in findings}
 
 
-def h100_report(tmp_path: Path, matrix: Matrix, **kwargs: object) -> HostReport:
+def h100_report(
+    tmp_path: Path, matrix: Matrix, *, driver: tuple[str, str] | None = None, **kwargs: object
+) -> HostReport:
+    """The H100 capture's host; with `driver` (version, CUDA) the same host on another driver, consistently: the
+    query, `--version` and the kernel module all report it (a host whose sources disagree is another test)."""
     query = reorder_query(capture("nvidia-smi-query-gpu-csv__" + H100), QUERY_FIELDS)
     kwargs.setdefault("version", capture("nvidia-smi--version__" + H100))
+    if driver is not None:
+        query = query.replace("590.48.01", driver[0])
+        kwargs["version"] = version_text(*driver)
+        kwargs.setdefault("modules", {"nvidia": driver[0]})
     return nvidia_host(tmp_path, matrix, query=query, **kwargs)  # type: ignore[arg-type]
 
 
@@ -118,7 +126,7 @@ def test_h100_on_590_passes_cu128(tmp_path: Path, matrix: Matrix) -> None:
 
 
 def test_cuda13_env_on_a_570_driver_fails(tmp_path: Path, matrix: Matrix) -> None:
-    report = h100_report(tmp_path, matrix, version=version_text("570.124.06", "12.8"))
+    report = h100_report(tmp_path, matrix, driver=("570.124.06", "12.8"))
     f = by_id(check(matrix, matrix.envs["gpu-nvidia-cu130"], report))
     assert f["driver.version"].status is Status.FAIL
     assert f["driver.version"].message == "driver 570.124.06 is below 580.65.06, the oldest that CUDA 13.0 runs on"
@@ -128,7 +136,7 @@ def test_cuda13_env_on_a_570_driver_fails(tmp_path: Path, matrix: Matrix) -> Non
 
 
 def test_cuda128_on_a_535_driver_warns_minor_version_compatibility(tmp_path: Path, matrix: Matrix) -> None:
-    report = h100_report(tmp_path, matrix, version=version_text("535.54.03", "12.2"))
+    report = h100_report(tmp_path, matrix, driver=("535.54.03", "12.2"))
     findings = check(matrix, matrix.envs["gpu-nvidia-cu128"], report)
     f = by_id(findings)
     assert f["driver.version"].status is Status.WARN
@@ -139,7 +147,7 @@ def test_cuda128_on_a_535_driver_warns_minor_version_compatibility(tmp_path: Pat
 
 
 def test_driver_below_the_compat_floor_fails(tmp_path: Path, matrix: Matrix) -> None:
-    report = h100_report(tmp_path, matrix, version=version_text("515.105.01", "11.7"))
+    report = h100_report(tmp_path, matrix, driver=("515.105.01", "11.7"))
     f = by_id(check(matrix, matrix.envs["gpu-nvidia-cu126"], report))
     assert f["driver.version"].status is Status.FAIL
     assert "below 525.60.13" in f["driver.version"].message
@@ -180,6 +188,7 @@ def test_sku_floor_beats_the_toolkit_floor(tmp_path: Path, matrix: Matrix) -> No
         query=query,
         version=version_text("570.124.06", "12.8"),
         pci=[Pci("0000:1b:00.0", "0x10de", "0x2901", driver="nvidia")],
+        modules={"nvidia": "570.124.06"},
     )
     f = by_id(check(matrix, matrix.envs["gpu-nvidia-cu128"], report))
     assert f["driver.version"].status is Status.FAIL
@@ -335,7 +344,7 @@ def test_tool_answers_without_pci_as_in_containers(tmp_path: Path, matrix: Matri
 
 
 def test_snapshot_replays_the_verdict(tmp_path: Path, matrix: Matrix) -> None:
-    report = h100_report(tmp_path, matrix, version=version_text("535.54.03", "12.2"))
+    report = h100_report(tmp_path, matrix, driver=("535.54.03", "12.2"))
     path = tmp_path / "node.json"
     save_snapshot(report, path)
     replayed = load_snapshot(path)

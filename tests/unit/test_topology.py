@@ -3,6 +3,7 @@ where it came from), RDMA devices and peer memory on a fake sysfs tree, and the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ DATA = Path(__file__).parent / "data" / "topo"
 H20 = "h20-nv18-8nic.txt"
 A100 = "a100-nv12-3nic.txt"
 RTX6000ADA = "rtx6000ada-pcie-4nic.txt"
+OCI18 = "a100-nv12-18nic-oci.txt"
 
 
 def topo_output(name: str) -> str:
@@ -92,6 +94,39 @@ def test_a100_eight_gpus_nv12_space_separated() -> None:
     assert topology.gpu_numa_id == per_gpu(*[None] * 8)
     assert [topology.nic_links[("GPU0", nic)].label for nic in ("NIC0", "NIC1", "NIC2")] == ["PXB", "SYS", "SYS"]
     assert [topology.nic_links[("GPU6", nic)].label for nic in ("NIC0", "NIC1", "NIC2")] == ["SYS", "NODE", "NODE"]
+
+
+def test_eight_gpus_with_eighteen_nics() -> None:
+    topology = parse_nvidia_topo(topo_output(OCI18))
+    assert topology.gpus == gpus(8)
+    assert min_nvlinks(topology) == 12
+    assert topology.nics == tuple(Nic(name=f"NIC{i}", device=f"mlx5_{i}") for i in range(18))
+    assert [topology.nic_links[("GPU6", f"NIC{i}")].label for i in (9, 10, 11, 12, 13)] == ["PXB"] * 4 + ["SYS"]
+    assert topology.cpu_affinity == per_gpu(*["48-63"] * 2, *["16-31"] * 2, *["112-127"] * 2, *["80-95"] * 2)
+    assert topology.numa_affinity == per_gpu("3", "3", "1", "1", "7", "7", "5", "5")
+
+
+@pytest.mark.parametrize(
+    "fused",
+    [("NIC11", "NIC12"), ("NIC10", "NIC11", "NIC12", "NIC13"), ("NIC16", "NIC17"), ("GPU7", "NIC0")],
+    ids="".join,
+)
+def test_header_labels_printed_fused_are_split(fused: tuple[str, ...]) -> None:
+    """On 8-GPU hosts with 10+ NICs nvidia-smi can print adjacent header labels with nothing between them
+    (issue 15: "NIC11NIC12"). The 18-NIC capture with its header printed that way reads as the capture does."""
+    text = topo_output(OCI18)
+    header, _, rest = text.partition("\n")
+    squeezed = re.sub(r"\s+".join(fused), "".join(fused), header)
+    assert "".join(fused) in squeezed.split()
+    assert parse_nvidia_topo(squeezed + "\n" + rest) == parse_nvidia_topo(text)
+
+
+def test_a_fused_header_must_still_name_the_rows() -> None:
+    text = topo_output(OCI18)
+    header, _, rest = text.partition("\n")
+    renamed = header.replace("NIC16   NIC17", "NIC16NIC18")
+    with pytest.raises(ParseError, match=r"^nvidia-smi topo -m: line 27: expected a matrix row, found 'NIC17 SYS"):
+        parse_nvidia_topo(renamed + "\n" + rest)
 
 
 def test_rtx6000ada_pcie_only_across_two_sockets() -> None:
@@ -240,7 +275,7 @@ def test_unreadable_output_is_refused(text: str, message: str) -> None:
     assert str(error.value) == message
 
 
-@pytest.mark.parametrize("name", [H20, A100, RTX6000ADA])
+@pytest.mark.parametrize("name", [H20, A100, RTX6000ADA, OCI18])
 def test_every_recorded_output_cut_inside_the_matrix_is_refused(name: str) -> None:
     text = topo_output(name)
     matrix_end = len(text[: text.index("\n\nLegend:")].rstrip())  # just after the last row's last cell

@@ -7,15 +7,18 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from hostkit import capture, outcome
+from hostkit import capture, make_root, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelenv.host.facts import DeviceFacts, ParseError
-from accelenv.host.probes import amd
+from accelenv.host.probes import ProbeContext, ToolView, amd
+from accelenv.host.root import Root
+from accelenv.host.run import ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 
 STATIC_MI350X = "amd-smi-static-EXCERPT__rocm-systems-PR2987__MI350X.txt"
@@ -335,6 +338,205 @@ def test_rocm_version_file_garbage(text: str) -> None:
         amd.rocm_version_from_file(text)
 
 
+# ---- the amdgpu version: one rule for amd-smi static, amd-smi version and rocm-smi ---------------------------------
+
+MI300A_STATIC = "amd-smi-static__amdsmi-docs__MI300A.txt"
+# `amd-smi static --json` of ROCm 6.0 on a one-GPU host: the GPU's object alone (amdsmi_logger at rocm-6.0.0 prints
+# `self.output` when there is one device), with ROCm 6.0's keys (amdsmi_commands.py at rocm-6.0.0: driver_name,
+# driver_version, driver_date; vram_size_mb) and the figures of the "Example output from amd-smi static" of
+# ROCm/amdsmi amdsmi_cli/README.md at rocm-6.0.0 (a Navi 21, device 0x73bf, at 0000:23:00.0; driver 6.1.10;
+# 16368 MB of GDDR6), values typed as that code writes them in JSON.
+STATIC_JSON_ROCM60 = json.dumps(
+    {
+        "gpu": 0,
+        "asic": {
+            "market_name": "0x73bf",
+            "vendor_id": "0x1002",
+            "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]",
+            "subvendor_id": 0,
+            "device_id": "0x73bf",
+            "rev_id": "0xc3",
+            "asic_serial": "0xffffffffffffffff",
+            "xgmi_physical_id": "N/A",
+        },
+        "bus": {
+            "bdf": "0000:23:00.0",
+            "max_pcie_speed": 16,
+            "max_pcie_lanes": 16,
+            "pcie_interface_version": 4,
+            "slot_type": "PCIE",
+        },
+        "vbios": {
+            "name": "NAVI21 Gaming XL D41209",
+            "build_date": "2020/10/29 13:30",
+            "part_number": "113-D4120900-101",
+            "version": "020.001.000.038.015720",
+        },
+        "board": {
+            "model_number": "N/A",
+            "product_serial": "0",
+            "fru_id": "N/A",
+            "manufacturer_name": "N/A",
+            "product_name": "N/A",
+        },
+        "limit": {
+            "max_power": 203,
+            "current_power": 203,
+            "slowdown_edge_temperature": 100,
+            "slowdown_hotspot_temperature": 110,
+            "slowdown_vram_temperature": 100,
+            "shutdown_edge_temperature": 105,
+            "shutdown_hotspot_temperature": 115,
+            "shutdown_vram_temperature": 105,
+        },
+        "driver": {"driver_name": "amdgpu", "driver_version": "6.1.10", "driver_date": "2015/01/01 00:00"},
+        "vram": {"vram_type": "GDDR6", "vram_vendor": "SAMSUNG", "vram_size_mb": 16368},
+        "cache": {"cache 0": {"cache_size": 16, "cache_level": 1}},
+        "ras": {
+            "eeprom_version": "N/A",
+            "parity_schema": "N/A",
+            "single_bit_schema": "N/A",
+            "double_bit_schema": "N/A",
+            "poison_schema": "N/A",
+            "ecc_block_state": "N/A",
+        },
+        "partition": {"compute_partition": "N/A", "memory_partition": "N/A"},
+        "numa": {"node": 0, "affinity": "NONE"},
+    },
+    indent=4,
+)
+NAVI21 = DeviceFacts(
+    index=0,
+    name="0x73bf",  # amd-smi 6.0 printed the device id where it had no market name
+    memory_mib=16368,
+    pci_bus_id="0000:23:00.0",
+    pci_device_id="0x73bf",
+    extra={"driver_version": "6.1.10"},
+)
+
+
+def _static_driver(driver: dict[str, str]) -> str:
+    """The MI300X inline capture with another `driver` section."""
+    data = json.loads(STATIC_JSON_MI300X)
+    data["gpu_data"][0]["driver"] = driver
+    return json.dumps(data)
+
+
+def _mi300a_driver_version() -> str:
+    """What the MI300A `amd-smi static` of the amdsmi docs prints as DRIVER VERSION (a kernel release)."""
+    return next(line.split(":", 1)[1].strip() for line in capture(MI300A_STATIC).splitlines() if "VERSION: 6." in line)
+
+
+@pytest.mark.parametrize(
+    ("reported", "version", "kernel"),
+    [
+        ("6.10.5", "6.10.5", None),  # amdgpu-dkms (legacy-rocm-build#4759)
+        ("6.16.13", "6.16.13", None),  # AMD GPU driver 30.20.x (rocm-systems#7264)
+        ("6.18.3", "6.18.3", None),  # the MI350X `amd-smi static` (rocm-systems#2987)
+        ("6.19.14.31400000", "6.19.14.31400000", None),  # newer packaged drivers add a build number
+        ("5.15.0-164-generic", None, "5.15.0-164-generic"),  # that host's OS_KERNEL_VERSION (rocm-systems#2987)
+        ("6.8.4-3-pve", None, "6.8.4-3-pve"),  # a Proxmox VE kernel release (strongtz/i915-sriov-dkms#178)
+        ("6.19.11-ogc1.1.fc44.x86_64", None, "6.19.11-ogc1.1.fc44.x86_64"),  # a Fedora one (ublue-os/bazzite#4786)
+        ("6.17.1-300.fc43.x86_64", None, "6.17.1-300.fc43.x86_64"),  # issue 15
+        ("7.0.0-3-pve", None, "7.0.0-3-pve"),  # issue 15
+        (
+            "Linux version 6.14.0-24-generic (buildd@lcy02-amd64-049) (x86_64-linux-gnu-gcc-13) #24-Ubuntu SMP",
+            None,
+            "6.14.0-24-generic",
+        ),
+        ("N/A", None, None),
+        ("amdgpu", None, None),
+    ],
+)
+def test_the_amdgpu_version_rule(reported: str, version: str | None, kernel: str | None) -> None:
+    assert (amd.amdgpu_version(reported), amd.in_tree_kernel(reported)) == (version, kernel)
+
+
+def test_the_rule_on_captures_of_in_tree_drivers() -> None:
+    banner = _version_lines()[0].split("amdgpu version: ")[1].split(" |")[0]  # k8s-device-plugin#157
+    assert (amd.amdgpu_version(banner), amd.in_tree_kernel(banner)) == (None, "6.8.0-79-generic")
+    release = _mi300a_driver_version()  # the MI300A host of the amdsmi docs runs kernel 6.9.0-rc5+
+    assert (release, amd.amdgpu_version(release), amd.in_tree_kernel(release)) == ("6.9.0-rc5+", None, "6.9.0-rc5+")
+
+
+def test_a_custom_kernel_named_like_a_driver_is_known_by_the_running_kernel() -> None:
+    assert amd.amdgpu_version("6.1.10") == "6.1.10"
+    assert amd.amdgpu_version("6.1.10", kernel_release="6.1.10") is None
+    assert amd.amdgpu_version("6.1.10", kernel_release="6.8.0-79-generic") == "6.1.10"
+
+
+def test_amd_smi_static_of_rocm_6_0_on_a_one_gpu_host() -> None:
+    assert amd.parse_amd_smi_static_json(STATIC_JSON_ROCM60) == (NAVI21,)
+    assert amd.parse_amd_smi_static_json(f"[{STATIC_JSON_ROCM60}]") == (NAVI21,)
+
+
+@pytest.mark.parametrize(
+    "driver",
+    [
+        {"name": "amdgpu", "version": "6.9.0-rc5+"},
+        {"driver_name": "amdgpu", "driver_version": "6.9.0-rc5+"},
+        {"name": "amdgpu", "version": {"value": "6.9.0-rc5+"}},
+    ],
+    ids=["name-version", "rocm-6.0-keys", "value-leaf"],
+)
+def test_amd_smi_static_keeps_a_kernel_release_apart_from_the_driver_version(driver: dict[str, object]) -> None:
+    (device,) = amd.parse_amd_smi_static_json(_static_driver(driver))  # type: ignore[arg-type]
+    assert device.extra == {"gfx_target": "gfx942:sramecc+:xnack-", "driver_kernel": "6.9.0-rc5+"}
+
+
+def test_rocm_smi_driver_version_falls_back_to_the_kernel_release() -> None:
+    """rocm_smi_lib's rsmi_version_str_get reads /sys/module/amdgpu/version and, without it, uname's release."""
+    text = ROCM_SMI_JSON_RX6700XT.replace('"Driver version": "6.3.6"', '"Driver version": "6.8.0-79-generic"')
+    facts = amd.parse_rocm_smi_json(text)
+    assert (facts.driver_version, facts.driver_kernel, facts.devices) == (None, "6.8.0-79-generic", (RX6700XT,))
+    assert amd.parse_rocm_smi_json(ROCM_SMI_JSON_RX6700XT).driver_kernel is None
+
+
+def _amd_view(tmp_path: Path, outputs: dict[str, str], files: dict[str, str] | None = None) -> ToolView:
+    probe = amd.AmdProbe()
+    results = {
+        key: ToolResult(argv=tuple(argv), returncode=0, stdout=outputs[key], stderr="", seconds=0.1, fault=None)
+        for key, argv in probe.commands().items()
+        if key in outputs
+    }
+    ctx = ProbeContext(root=Root(make_root(tmp_path, files=files)), environ={}, distributions={})
+    return probe.interpret(ctx, results)
+
+
+def test_the_probe_applies_one_rule_to_every_path(tmp_path: Path) -> None:
+    banner, dkms = _version_lines()
+    in_tree = _amd_view(
+        tmp_path / "in-tree",
+        {
+            "amd-smi-static": _static_driver({"name": "amdgpu", "version": "6.8.0-79-generic"}),
+            "amd-smi-version": banner,
+        },
+    )
+    assert (in_tree.driver_version, in_tree.extra, in_tree.sources, in_tree.errors) == (
+        None,
+        {"driver_kernel": "6.8.0-79-generic"},
+        {},
+        (),
+    )
+    packaged = _amd_view(
+        tmp_path / "dkms",
+        {"amd-smi-static": _static_driver({"name": "amdgpu", "version": "6.10.5"}), "amd-smi-version": dkms},
+    )
+    assert packaged.driver_version == "6.10.5"
+    assert packaged.sources == {"driver_version": {"amd-smi static": "6.10.5", "amd-smi version": "6.10.5"}}
+    custom = _amd_view(
+        tmp_path / "custom",
+        {"amd-smi-static": STATIC_JSON_ROCM60},
+        files={"/proc/sys/kernel/osrelease": "6.1.10\n"},
+    )
+    assert (custom.driver_version, custom.extra) == (None, {"driver_kernel": "6.1.10"})
+    legacy = _amd_view(
+        tmp_path / "rocm-smi",
+        {"rocm-smi": ROCM_SMI_JSON_RX6700XT.replace('"6.3.6"', '"6.9.0-rc5+"')},
+    )
+    assert (legacy.driver_version, legacy.extra, legacy.source) == (None, {"driver_kernel": "6.9.0-rc5+"}, "rocm-smi")
+
+
 # ---- never anything but ParseError ---------------------------------------------------------------------------------
 
 PARSERS: dict[str, Callable[[str], object]] = {
@@ -345,7 +547,8 @@ PARSERS: dict[str, Callable[[str], object]] = {
 }
 JSON_KEYS = st.sampled_from(
     ["gpu_data", "gpu", "cpu", "asic", "market_name", "device_id", "target_graphics_version", "bus", "bdf", "vram",
-     "size", "value", "unit", "driver", "version", "card0", "card12", "system", "Driver version", "Card series",
+     "size", "value", "unit", "driver", "version", "driver_version", "vram_size_mb", "card0", "card12", "system",
+     "Driver version", "Card series",
      "Device ID", "GPU ID", "GFX Version", "PCI Bus", "VRAM Total Memory (B)", "Unique ID"]
 )  # fmt: skip
 JSON_VALUES = st.recursive(
@@ -398,6 +601,7 @@ def test_truncated_captures_give_facts_or_parse_error(parser: Callable[[str], ob
     [
         (amd.parse_amd_smi_static_json, STATIC_JSON_MI300X),
         (amd.parse_amd_smi_static_json, STATIC_JSON_MI350X_BARE),
+        (amd.parse_amd_smi_static_json, STATIC_JSON_ROCM60),
         (amd.parse_amd_smi_version, VERSION_LINE_LEGACY),
         (amd.parse_rocm_smi_json, ROCM_SMI_JSON_RX6700XT),
     ],

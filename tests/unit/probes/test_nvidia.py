@@ -6,15 +6,18 @@ import contextlib
 from typing import TYPE_CHECKING
 
 import pytest
-from hostkit import FIXTURES, capture
+from hostkit import FIXTURES, capture, make_root
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
-from accelenv.host.probes import nvidia
+from accelenv.host.probes import ProbeContext, nvidia
+from accelenv.host.root import Root
+from accelenv.host.run import ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 
 MASKED_UUID = "GPU-00000000-0000-0000-0000-000000000000"  # nvidia_gpu_exporter masks every UUID to this
@@ -562,3 +565,99 @@ def test_truncated_captures_only_raise_parse_error(text: str, data: st.DataObjec
 def test_every_prefix_of_inline_captures(text: str) -> None:
     for end in range(len(text) + 1):
         parses_or_refuses(text[:end])
+
+
+# ---- the probe: a driver that refuses a query field, sources of the driver version --------------------------------
+
+# What nvidia-smi does with a --query-gpu field its driver does not know: the message on stdout, a blank line, exit
+# status 2, nothing on stderr (CoHDI/composable-resource-operator#37, `Field "device_minor" is not a valid field to
+# query.\n\n`); drivers before R510 answer so for compute_cap (huggingface/candle#733, nvidia-smi 470.182.03).
+REFUSED = 'Field "compute_cap" is not a valid field to query.\n\n'
+# The fallback query's line for the A100 of NVIDIA/CUDALibrarySamples#104 (`nvidia-smi -a`: driver 470.103.01,
+# NVIDIA A100-SXM4-80GB at 00000000:94:00.0, its UUID); device id and memory of the same product from the
+# A100-SXM4-80GB `nvidia-smi -a` capture (thamada/nvidia-smi: Device Id 0x20B210DE, FB Memory Total 81920 MiB).
+LEGACY_A100 = (
+    "0, NVIDIA A100-SXM4-80GB, 00000000:94:00.0, 0x20B210DE, GPU-a75cda02-62ce-2c30-9150-555ef08935e2, 81920, "
+    "470.103.01\n"
+)
+# what nvidia-smi prints for arguments it does not accept (influxdata/telegraf#6573, nvidia-smi 376.33)
+INVALID_ARGUMENTS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
+
+
+def ran(argv: list[str], stdout: str, code: int = 0) -> ToolResult:
+    fault = None if code == 0 else f"{argv[0]} exited with status {code}: {stdout.strip().splitlines()[0]}"
+    return ToolResult(argv=tuple(argv), returncode=code, stdout=stdout, stderr="", seconds=0.1, fault=fault)
+
+
+def test_a_refused_field_is_recognised() -> None:
+    assert nvidia.refused_a_field(ran(["nvidia-smi"], REFUSED, 2))
+    assert nvidia.refused_a_field(ran(["nvidia-smi"], 'Field "device_minor" is not a valid field to query.\n\n', 2))
+    assert not nvidia.refused_a_field(ran(["nvidia-smi"], "NVML: Driver/library version mismatch\n", 9))
+    assert not nvidia.refused_a_field(ran(["nvidia-smi"], REFUSED, 0))  # it ran fine: nothing to retry
+    assert not nvidia.refused_a_field(None)
+
+
+def test_an_older_driver_is_asked_again_without_compute_cap(tmp_path: Path) -> None:
+    probe = nvidia.NvidiaProbe()
+    commands = probe.commands()
+    first = {"nvidia-smi-query": ran(commands["nvidia-smi-query"], REFUSED, 2)}
+    retry = probe.followups(first)
+    assert retry == {
+        "nvidia-smi-query-legacy": [
+            "nvidia-smi",
+            "--query-gpu=index,name,pci.bus_id,pci.device_id,uuid,memory.total,driver_version",
+            "--format=csv,noheader,nounits",
+        ]
+    }
+    assert probe.followups({"nvidia-smi-query": ran(commands["nvidia-smi-query"], INLINE_QUERY_GPU)}) == {}
+    results = {
+        **first,
+        "nvidia-smi-query-legacy": ran(retry["nvidia-smi-query-legacy"], LEGACY_A100),
+        "nvidia-smi-version": ran(commands["nvidia-smi-version"], INVALID_ARGUMENTS, 2),
+    }
+    view = probe.interpret(ProbeContext(root=Root(make_root(tmp_path)), environ={}, distributions={}), results)
+    assert view.errors == ()  # the refusal was answered, and the query gave the driver
+    assert view.driver_version == "470.103.01"
+    (device,) = view.devices
+    assert (device.name, device.arch, device.pci_device_id, device.memory_mib) == (
+        "NVIDIA A100-SXM4-80GB",
+        None,  # no compute_cap: discovery takes the architecture of the SKU the PCI id names
+        "0x20b2",
+        81920,
+    )
+
+
+def test_a_failed_fallback_is_reported_with_the_refusal(tmp_path: Path) -> None:
+    probe = nvidia.NvidiaProbe()
+    commands = probe.commands()
+    results = {
+        "nvidia-smi-query": ran(commands["nvidia-smi-query"], REFUSED, 2),
+        "nvidia-smi-query-legacy": ran(["nvidia-smi"], 'Field "uuid" is not a valid field to query.\n\n', 2),
+    }
+    view = probe.interpret(ProbeContext(root=Root(make_root(tmp_path)), environ={}, distributions={}), results)
+    assert view.errors == (
+        'nvidia-smi exited with status 2: Field "compute_cap" is not a valid field to query.',
+        'nvidia-smi exited with status 2: Field "uuid" is not a valid field to query.',
+    )
+    assert view.devices == ()
+
+
+def test_every_source_of_the_driver_version_is_kept(tmp_path: Path) -> None:
+    probe = nvidia.NvidiaProbe()
+    commands = probe.commands()
+    nvrm = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  590.48.01  Mon Dec  1 00:00:00 UTC 2025\n"
+    root = Root(make_root(tmp_path, files={"/proc/driver/nvidia/version": nvrm}))
+    version = capture(exporter("nvidia-smi--version", "nvidia-h100-80gb-hbm3", "590.48.01"))
+    results = {
+        "nvidia-smi-query": ran(commands["nvidia-smi-query"], INLINE_QUERY_GPU),
+        "nvidia-smi-version": ran(commands["nvidia-smi-version"], version.replace("590.48.01", "999.99.99")),
+    }
+    view = probe.interpret(ProbeContext(root=root, environ={}, distributions={}), results)
+    assert view.sources == {
+        "driver_version": {
+            "nvidia-smi --version": "999.99.99",
+            "nvidia-smi --query-gpu": "590.48.01",
+            "/proc/driver/nvidia/version": "590.48.01",
+        }
+    }
+    assert view.driver_version == "999.99.99"  # the checker's driver.sources says the sources disagree

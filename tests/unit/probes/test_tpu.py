@@ -6,15 +6,18 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from hostkit import capture, outcome
+from hostkit import capture, make_root, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelenv.host.facts import ParseError
-from accelenv.host.probes import tpu
+from accelenv.host.probes import ProbeContext, tpu
+from accelenv.host.root import Root
+from accelenv.host.run import ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 
 VERSION_V6E = "tpu-info--version__cloud-accelerator-diagnostics-README__v6e.txt"
@@ -26,6 +29,14 @@ INLINE_VERSION = """\
 - tpu-info version: 0.8.0
 - libtpu version: 0.0.18
 - accelerator type: v6e
+"""
+# `tpu-info --version` under Python 3.12+ with a libtpu of 0.0.20 or older: the README's "Incompatible Environment
+# (Python 3.12+)" example, AI-Hypercomputer/cloud-accelerator-diagnostics tpu_info/README.md @ fe85c12527bd (the
+# lines tpu_info/cli.py prints when cli_helper.is_incompatible_python_version() holds).
+INCOMPATIBLE_VERSION = """\
+- tpu-info version: 0.8.0
+- libtpu version: N/A (incompatible environment)
+- accelerator type: N/A (incompatible environment)
 """
 
 
@@ -103,6 +114,27 @@ def test_tpu_info_captures(name: str, expected: tuple[str | None, str | None]) -
 )
 def test_tpu_info_inline(text: str, expected: tuple[str | None, str | None]) -> None:
     assert tpu.parse_tpu_info_version(text) == expected
+
+
+def test_tpu_info_in_an_incompatible_environment_is_unknown_not_an_error() -> None:
+    assert tpu.parse_tpu_info_version(INCOMPATIBLE_VERSION) == (None, None)
+    assert tpu.parse_tpu_info_version("- libtpu version: unknown (package metadata not found)\n") == (None, None)
+
+
+def test_the_probe_reads_libtpu_elsewhere_when_tpu_info_cannot_say(tmp_path: Path) -> None:
+    result = ToolResult(
+        argv=("tpu-info", "--version"), returncode=0, stdout=INCOMPATIBLE_VERSION, stderr="", seconds=0.1, fault=None
+    )
+    ctx = ProbeContext(
+        root=Root(make_root(tmp_path)), environ={"TPU_ACCELERATOR_TYPE": "v6e-4"}, distributions={"libtpu": ["0.0.17"]}
+    )
+    view = tpu.TpuProbe().interpret(ctx, {"tpu-info-version": result})
+    assert view.errors == ()
+    assert (view.runtime_version, view.extra["accelerator_type"], view.extra["generation"]) == (
+        "0.0.17",
+        "v6e-4",
+        "v6e",
+    )
 
 
 @pytest.mark.parametrize(

@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
+from accelenv.host.report import PASSTHROUGH_DRIVERS
 from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, canonical_name, release_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from accelenv.host.report import Accelerator, HostReport
+    from accelenv.host.report import Accelerator, Device, HostReport, PciDevice
     from accelenv.matrix import Environment, Family, Matrix, Runtime, Sku
 
 SHM_RECOMMENDED = 1 << 30  # 1 GiB: NCCL and DataLoader workers exhaust docker's 64 MiB default
+LISTED = 4  # how many addresses a finding names before "and N more"
 _NUMERIC = re.compile(r"\d+(?:\.\d+)*")
 INDEXED_VISIBLE_VARS = frozenset(
     {
@@ -57,7 +59,8 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
     family = matrix.families[env.family]
     runtime = matrix.runtimes[env.runtime]
     accelerator = report.accelerator(env.family)
-    findings = [_python(env, report)] if not host_only else []
+    findings = list(_unreadable(report))
+    findings += [_python(env, report)] if not host_only else []
     if not family.pci_vendor_ids:
         findings.append(_cpu_arch(matrix, env, report))
     else:
@@ -144,6 +147,26 @@ def _topology(env: Environment, report: HostReport) -> Iterator[Finding]:
         )
 
 
+def _unreadable(report: HostReport) -> Iterator[Finding]:
+    """Files that exist but could not be read were facts the checks could not see: say so, rather than judge the
+    host as if they were absent."""
+    if not report.unreadable:
+        return
+    paths = list(report.unreadable)
+    shown = ", ".join(f"{path} ({report.unreadable[path]})" for path in paths[:LISTED])
+    more = f" and {len(paths) - LISTED} more" if len(paths) > LISTED else ""
+    yield Finding(
+        id="host.readable",
+        status=Status.FAIL,
+        expected="every host file accelenv reads is readable",
+        found=f"{len(paths)} unreadable: {shown}{more}",
+        message=f"{len(paths)} host file(s) exist but could not be read, so the checks that rest on them judged "
+        "without them",
+        fix="run accelenv as a user that can read them (or with the groups that own them); with --root, give a "
+        "complete capture of regular files",
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- python
 
 
@@ -224,9 +247,11 @@ def _accelerator_checks(
             message=f"{len(acc.errors)} problem(s) running or reading the vendor tools",
             fix=f"make sure {tool} works on this host (run it by hand), then check again",
         )
+    yield from _device_count(family, acc, report)
     yield from _skus(matrix, env, acc)
-    yield _architectures(runtime, acc)
-    yield from _driver_version(matrix, family, runtime, acc)
+    yield _architectures(matrix, runtime, acc)
+    yield from _driver_version(matrix, family, runtime, acc, report)
+    yield from _driver_sources(family, acc)
     yield from _runtime_version(family, runtime, acc)
     yield from _visible_devices(family, acc, report)
 
@@ -273,6 +298,103 @@ def _driver_module(family: Family, acc: Accelerator) -> Iterator[Finding]:
         )
 
 
+def _named(addresses: list[str]) -> str:
+    shown = ", ".join(addresses[:LISTED])
+    return shown + (f" and {len(addresses) - LISTED} more" if len(addresses) > LISTED else "")
+
+
+def _slot(address: str) -> str:
+    """`0000:17:00.0` -> `0000:17:00`: the device whose functions (or a tool's partitions of it) share a slot."""
+    return address.rpartition(".")[0]
+
+
+def _device_count(family: Family, acc: Accelerator, report: HostReport) -> Iterator[Finding]:
+    """The vendor tool's devices against the PCI functions under them: every function listed once, nothing listed
+    that PCI does not show. Explained, not flagged: SR-IOV virtual functions (the tool lists the physical one),
+    partitions of one device (MIG instances, compute partitions: several devices on one PCI slot), functions
+    passed through to VMs (vfio-pci), and the subset of devices a container was given."""
+    if acc.source in ("pci", "none") or not acc.pci_devices:
+        return  # one layer only (a container without sysfs, a host without the tool): nothing to compare
+    tool = acc.source
+    physical = [p for p in acc.pci_devices if not p.physfn]
+    virtual = len(acc.pci_devices) - len(physical)
+    addresses = {p.address: p for p in acc.pci_devices}
+    slots: dict[str, PciDevice] = {}
+    for candidate in physical + [p for p in acc.pci_devices if p.physfn]:  # a slot stands for its physical function
+        slots.setdefault(_slot(candidate.address), candidate)
+    on_pci: dict[str, list[Device]] = {}
+    elsewhere: list[Device] = []
+    unnamed = 0
+    for device in acc.devices:
+        function = addresses.get(device.pci_bus_id or "") or slots.get(_slot(device.pci_bus_id or ""))
+        if function is not None:
+            on_pci.setdefault(function.address, []).append(device)
+        elif device.pci_bus_id:
+            elsewhere.append(device)
+        else:
+            unnamed += 1
+    unlisted: list[PciDevice] = [p for p in physical if p.address not in on_pci]
+    if unnamed:  # devices the tool gave no address for stand for as many unlisted functions
+        unlisted, unnamed = unlisted[unnamed:], max(0, unnamed - len(unlisted))
+    partitioned = {address: len(listed) for address, listed in on_pci.items() if len(listed) > 1}
+    passed_through = [p for p in unlisted if p.driver in PASSTHROUGH_DRIVERS]
+    unlisted = [p for p in unlisted if p.driver not in PASSTHROUGH_DRIVERS]
+    given = report.container.inside_container and bool(acc.devices)
+    notes = []
+    if virtual:
+        notes.append(f"{virtual} SR-IOV virtual function(s) not counted")
+    if partitioned:
+        notes.append(
+            f"{sum(partitioned.values())} devices are partitions (MIG or compute partitions) of "
+            f"{len(partitioned)} PCI device(s)"
+        )
+    if passed_through:
+        notes.append(f"{len(passed_through)} passed through to virtual machines ({passed_through[0].driver})")
+    if unlisted and given:
+        notes.append(f"{len(unlisted)} not given to this container")
+        unlisted = []
+    found = f"{tool}: {len(acc.devices)} device(s); PCI: {len(physical)} function(s)" + (
+        f" and {virtual} virtual" if virtual else ""
+    )
+    expected = f"every {family.name} PCI function listed by {tool}, and no device PCI does not show"
+    problems, fixes = [], []
+    known = [p for p in unlisted if p.sku is not None or p.driver in family.kernel_modules]
+    if unlisted:
+        problems.append(
+            f"{len(unlisted)} PCI function(s) are not listed by {tool}: {_named([p.address for p in unlisted])}"
+        )
+        fixes.append(
+            "a device on PCI that the driver does not list failed to initialise or fell off the bus: look for it in "
+            "the kernel log (dmesg), then reset it or reboot; a device meant for a VM belongs to vfio-pci"
+        )
+    if elsewhere or unnamed:
+        count = len(elsewhere) + unnamed
+        where = f": {_named([d.pci_bus_id or '?' for d in elsewhere])}" if elsewhere else ""
+        problems.append(f"{tool} lists {count} device(s) that PCI does not show{where}")
+        fixes.append(
+            f"make sure {tool} is the installed driver's own tool and reports this host (not a stub, a wrapper or "
+            "another machine's output), and that --root is this host"
+        )
+    if not problems:
+        yield Finding(
+            id="devices.count",
+            status=Status.PASS,
+            expected=expected,
+            found=found,
+            message="; ".join([f"{tool} and PCI agree on {len(physical)} device(s)", *notes]),
+        )
+        return
+    sure = bool(known) or any(d.sku is not None for d in elsewhere) or bool(unnamed)
+    yield Finding(
+        id="devices.count",
+        status=Status.FAIL if sure else Status.WARN,
+        expected=expected,
+        found=found,
+        message="; ".join(problems + notes),
+        fix="; ".join(fixes),
+    )
+
+
 def _skus(matrix: Matrix, env: Environment, acc: Accelerator) -> Iterator[Finding]:
     labels = [d.name or d.pci_device_id or "unknown" for d in acc.devices]
     unknown = sorted({label for label, d in zip(labels, acc.devices, strict=True) if d.sku is None})
@@ -315,9 +437,33 @@ def _skus(matrix: Matrix, env: Environment, acc: Accelerator) -> Iterator[Findin
         )
 
 
-def _architectures(runtime: Runtime, acc: Accelerator) -> Finding:
+def _architectures(matrix: Matrix, runtime: Runtime, acc: Accelerator) -> Finding:
     archs = sorted({d.arch for d in acc.devices if d.arch})
     missing = [a for a in archs if a not in runtime.architectures]
+    conflicts = []
+    for device in acc.devices:
+        sku = matrix.skus.get(device.sku or "")
+        if sku is not None and device.arch and device.arch != sku.arch:
+            by = f"PCI id {device.pci_device_id}" if device.pci_device_id in sku.pci_device_ids else "name"
+            conflicts.append((device, sku, by))
+    if conflicts:
+        device, sku, by = conflicts[0]
+        more = f" (and {len(conflicts) - 1} more device(s))" if len(conflicts) > 1 else ""
+        return Finding(
+            id="devices.arch",
+            status=Status.FAIL,
+            expected=", ".join(sorted({f"{s.arch} ({s.name})" for _, s, _ in conflicts})),
+            found=", ".join(archs),
+            message=(
+                f"the tool and the matrix disagree: device {device.index} reports {device.arch}, but its {by} names "
+                f"the {sku.name}, which is {sku.arch}{more}; the architecture is unknown, so is whether "
+                f"{runtime.name} runs on it"
+            ),
+            fix=(
+                f"find which is wrong: the tool (a driver or tool from another install reporting for this device) or "
+                f"the matrix's [skus.{sku.id}] entry (its arch, pci_device_ids, product_names)"
+            ),
+        )
     if missing:
         return Finding(
             id="devices.arch",
@@ -347,7 +493,46 @@ def _architectures(runtime: Runtime, acc: Accelerator) -> Finding:
 # ---------------------------------------------------------------------------------------------------- driver
 
 
-def _driver_version(matrix: Matrix, family: Family, runtime: Runtime, acc: Accelerator) -> Iterator[Finding]:
+def _driver_sources(family: Family, acc: Accelerator) -> Iterator[Finding]:
+    """One fact read from several places (the tool's version output, its device query, the loaded kernel module)
+    must read the same everywhere; if not, no verdict on it can be trusted."""
+    said = dict(sorted(acc.sources.get("driver_version", {}).items()))
+    if len(said) < 2:
+        return
+    by_value: dict[object, tuple[str, list[str]]] = {}  # the version (as a number) -> (as written, sources)
+    for where, value in said.items():
+        by_value.setdefault(numeric_version(value) or value, (value, []))[1].append(where)
+    found = "; ".join(f"{where}: {value}" for where, value in said.items())
+    module = family.kernel_modules[0] if family.kernel_modules else "the driver"
+    tool = family.host_tools[0] if family.host_tools else "tool"
+    if len(by_value) == 1:
+        value = next(iter(said.values()))
+        yield Finding(
+            id="driver.sources",
+            status=Status.PASS,
+            expected="one driver version from every source",
+            found=found,
+            message=f"{len(said)} sources agree on driver {value}",
+        )
+        return
+    yield Finding(
+        id="driver.sources",
+        status=Status.FAIL,
+        expected="one driver version from every source",
+        found=found,
+        message="the driver version is "
+        + ", ".join(f"{value} by {' and '.join(where)}" for value, where in by_value.values())
+        + ": the sources disagree, so the driver checks judge a version that may not be the one running",
+        fix=(
+            f"a driver upgraded without a reboot leaves the old kernel module loaded (reboot, or reload {module}); "
+            f"a tool from another install on PATH reports its own version (use the driver's own {tool})"
+        ),
+    )
+
+
+def _driver_version(
+    matrix: Matrix, family: Family, runtime: Runtime, acc: Accelerator, report: HostReport
+) -> Iterator[Finding]:
     rule = runtime.driver
     floors = [(matrix.skus[d.sku], matrix.skus[d.sku].driver_min) for d in acc.devices if d.sku]
     sku_floors = {sku.id: (sku, floor) for sku, floor in floors if floor is not None}
@@ -356,6 +541,23 @@ def _driver_version(matrix: Matrix, family: Family, runtime: Runtime, acc: Accel
     expected = _describe_rule(matrix, runtime, sku_floors)
     found = numeric_version(acc.driver_version)
     if found is None:
+        module = family.kernel_modules[0] if family.kernel_modules else None
+        in_tree = acc.extra.get("driver_kernel") or (
+            report.os.kernel if module and module in acc.modules and acc.modules[module] is None else None
+        )
+        if acc.driver_version is None and module and in_tree:
+            yield Finding(
+                id="driver.version",
+                status=Status.FAIL,
+                expected=expected,
+                found=f"the kernel's in-tree {module} (kernel {in_tree})",
+                message=(
+                    f"the {module} driver is the one built into kernel {in_tree}: it has no driver release of its "
+                    f"own, so nothing says {runtime.name} supports it"
+                ),
+                fix=f"install the vendor's packaged {module} driver of a release documented for {runtime.name}",
+            )
+            return
         yield Finding(
             id="driver.version",
             status=Status.FAIL,
@@ -496,9 +698,12 @@ def _entries(value: str) -> list[str]:
     out = []
     for raw in value.split(","):
         part = raw.strip()
-        if re.fullmatch(r"\d+-\d+", part):
-            low, high = (int(x) for x in part.split("-"))
-            out += [str(i) for i in range(low, high + 1)]
+        if bounds := re.fullmatch(r"(\d+)-(\d+)", part):
+            low, high = bounds.groups()
+            if len(low) > 6 or len(high) > 6:  # "0-99999999999": out of range, and not to be spelled out
+                out += [low, high]
+            else:
+                out += [str(i) for i in range(int(low), min(int(high), int(low) + 4096) + 1)]
         elif part:
             out.append(part)
     return out
@@ -524,7 +729,7 @@ def _visible_devices(family: Family, acc: Accelerator, report: HostReport) -> It
             continue
         for entry in entries:
             if entry.lstrip("-").isdigit():
-                if int(entry) < 0 or int(entry) >= len(acc.devices):
+                if len(entry) > 7 or int(entry) < 0 or int(entry) >= len(acc.devices):  # 5000 digits: no int()
                     problems.append(f"{var} names device {entry}, but the host has {len(acc.devices)}")
             elif uuids and entry not in uuids and not entry.startswith("MIG-"):
                 problems.append(f"{var} names {entry}, which is not a device of this host")

@@ -2,24 +2,51 @@
 
 One task per node, pinned with node-affinity scheduling (so no node is missed or checked twice), runs the same
 pure `check` against that node's own discovery. The driver aggregates: each node's verdict and failing checks,
-how many nodes conform, which nodes differ from the majority, and Ray's own view of each node's accelerators
-against what the node's driver shows. A node that dies or does not answer in time is reported unreachable, never
-passing, and the run still finishes.
+how many nodes conform, which nodes differ from the majority (in any check, not only driver, devices and SKUs),
+and Ray's own view of each node's accelerators against what the node's driver shows.
+
+A node is never counted as conforming on the word of a node that is gone: one that does not answer in time is
+unreachable; one Ray marks dead, before the check or by the time the answers are in (its result came from a node
+that then died), is dead. Nodes Ray knows as dead from earlier stay listed as dead, except those the autoscaler
+removed because they were idle, which are listed as drained and counted nowhere. The run always finishes.
+
+Repeated checks are cheap: the task is registered with Ray once per process, and a worker parses a matrix text
+once, so a warm check of N nodes costs about one node's check plus the round trip.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
+import socket
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from accelenv.matrix.model import Matrix
+
 # What Ray calls each family's accelerators (ray/_private/accelerators): the resource counted per node.
 RAY_RESOURCE = {"nvidia": "GPU", "amd": "GPU", "tpu": "TPU", "neuron": "neuron_cores", "gaudi": "HPU"}
+# Why a node died, as ray.nodes() reports it (DeathReason: NodeDeathInfo.Reason in Ray's common.proto).
+DEATH_REASONS = {
+    0: "unspecified",
+    1: "expected termination",
+    2: "unexpected termination",
+    3: "preempted (autoscaler drain)",
+    4: "idle (autoscaler drain)",
+}
+IDLE_DRAIN = 4  # AUTOSCALER_DRAIN_IDLE: removed by the autoscaler because it was idle, by design
+# verdicts that count as conforming; dead, drained and unreachable nodes never do
+CONFORMING = ("pass", "warn")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +54,7 @@ class NodeResult:
     node_id: str
     address: str
     reachable: bool
-    verdict: str  # pass, warn, fail, or unreachable
+    verdict: str  # pass, warn, fail, unreachable, dead (Ray marks it dead), drained (removed by the autoscaler)
     failing: list[str] = field(default_factory=list)
     devices: int = 0
     driver: str | None = None
@@ -40,10 +67,24 @@ class NodeResult:
 
     @property
     def signature(self) -> tuple[object, ...]:
-        return (self.driver, self.devices, tuple(self.skus))
+        """What the majority is of: driver, device count, SKUs, and every check's status (Ray's view included),
+        so a node that fails `requirements.pytest` where the others pass differs from them."""
+        statuses = {c["id"]: c["status"] for c in self.checks}
+        if self.problems and self.reachable:
+            statuses["ray.resources"] = "fail"
+        return (self.driver, self.devices, tuple(self.skus), tuple(sorted(statuses.items())))
 
     def as_json(self) -> dict[str, Any]:
         return {**vars(self), "signature": list(self.signature)}
+
+
+@functools.lru_cache(maxsize=4)
+def _model(matrix_text: str) -> Matrix:
+    """The model of a matrix text, parsed once per worker process for each text (the driver validated it before
+    sending it). Models are frozen, so a cached one is safe to share between checks."""
+    from accelenv.matrix.load import model_from_text
+
+    return model_from_text(matrix_text)
 
 
 def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[str, Any]:
@@ -55,15 +96,20 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
     from accelenv.host.discover import discover
     from accelenv.host.root import Root
     from accelenv.host.run import ToolRunner
-    from accelenv.matrix.load import model_from_text
+    from accelenv.matrix.model import Requires
 
     if delay:
         time.sleep(delay)
     start = time.monotonic()
-    matrix = model_from_text(matrix_text)  # the driver validated it before sending it
+    matrix = _model(matrix_text)
     env = matrix.envs[env_id]
     report = discover(
-        matrix, root=Root.from_option(root), runner=ToolRunner(), environ=os.environ, families=[env.family]
+        matrix,
+        root=Root.from_option(root),
+        runner=ToolRunner(),
+        environ=os.environ,
+        families=[env.family],
+        topology=env.requires != Requires(),  # the interconnect is read only when the environment asks for it
     )
     findings = check(matrix, env, report)
     acc = report.accelerator(env.family)
@@ -94,12 +140,38 @@ def check_cluster(
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
     except ImportError as error:
         raise UsageError("--ray needs Ray: pip install 'accelenv[ray]' (or pip install ray)") from error
-    if not ray.is_initialized():
-        ray.init(
-            address=address or os.environ.get("RAY_ADDRESS") or "auto", logging_level=logging.ERROR, log_to_driver=False
+    connected_here = not ray.is_initialized()
+    _connect(ray, address or os.environ.get("RAY_ADDRESS") or "auto", timeout)
+    try:
+        return _check_nodes(
+            ray,
+            NodeAffinitySchedulingStrategy,
+            matrix_text,
+            env_id,
+            family,
+            timeout=timeout,
+            roots=roots,
+            delays=delays,
         )
-    remote = ray.remote(num_cpus=0, max_retries=0)(_check_here)
-    everything: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    finally:
+        if connected_here:  # leave Ray as found; a driver that leaves it to Ray's exit hook waits ~0.5 s longer
+            ray.shutdown()
+
+
+def _check_nodes(
+    ray: Any,
+    NodeAffinitySchedulingStrategy: Any,  # the class, passed in with the `ray` module that has it
+    matrix_text: str,
+    env_id: str,
+    family: str,
+    *,
+    timeout: float,
+    roots: dict[str, str] | None,
+    delays: dict[str, float] | None,
+) -> list[NodeResult]:
+    """One pinned task per alive node, then who is alive once the answers are in, then the nodes already dead."""
+    remote = _remote_check()
+    everything: list[dict[str, Any]] = ray.nodes()
     nodes = [n for n in everything if n.get("Alive")]
     pending = {}
     for node in nodes:
@@ -111,19 +183,95 @@ def check_cluster(
         )
         pending[ref] = node
     ready, not_ready = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
+    for ref in not_ready:
+        ray.cancel(ref, force=True)
+    # who is alive now: a result from a node that died after sending it, or whose raylet died, does not count
+    now: dict[str, dict[str, Any]] = {n["NodeID"]: n for n in ray.nodes()}
     results = []
     for ref in ready:
         node = pending[ref]
+        latest = now.get(node["NodeID"]) or {**node, "Alive": False, "DeathReason": None}
         try:
             data = ray.get(ref)
-        except Exception as error:  # the node died, the worker crashed: unreachable, not passing
-            results.append(_unreachable(node, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"))
+        except Exception as error:  # the node died, the worker crashed: unreachable or dead, not passing
+            reason = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
+            results.append(_dead(latest, during=reason) if not latest.get("Alive") else _unreachable(node, reason))
             continue
-        results.append(_result(node, data, family))
+        if not latest.get("Alive"):
+            results.append(_dead(latest, during="its result arrived, then Ray marked the node dead; it is not counted"))
+        elif data.get("node_id") != node["NodeID"]:
+            results.append(_unreachable(node, f"the check ran on node {data.get('node_id')}, not on this one"))
+        else:
+            results.append(_result(node, data, family))
     for ref in not_ready:
-        ray.cancel(ref, force=True)
-        results.append(_unreachable(pending[ref], f"no answer within {timeout:g} s"))
-    return sorted(results, key=lambda r: r.address + r.node_id)
+        node = pending[ref]
+        latest = now.get(node["NodeID"]) or {**node, "Alive": False, "DeathReason": None}
+        answer = f"no answer within {timeout:g} s"
+        results.append(_dead(latest, during=answer) if not latest.get("Alive") else _unreachable(node, answer))
+    results += [_dead(node) for node in everything if not node.get("Alive")]
+    return sorted(results, key=lambda r: (r.verdict == "drained", r.address, r.node_id))
+
+
+def _connect(ray: Any, address: str, timeout: float) -> None:
+    """`ray.init`, within `timeout`. Ray retries an unreachable cluster for minutes inside C++ code that neither
+    times out nor lets Ctrl-C or SIGTERM through, so it runs in a helper thread while this one only waits: a
+    timeout is a usage error, and a signal ends the wait at once."""
+    if ray.is_initialized():
+        return
+    _refuse_unreachable(address, timeout)
+    done = threading.Event()
+    failures: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        except BaseException as error:  # handed to the waiting thread, which reports it
+            failures.append(error)
+        finally:
+            done.set()
+
+    with _quiet("ray._private.worker"):  # "SIGTERM handler is not set ... not the main thread": as intended
+        threading.Thread(target=connect, name="accelenv-ray-connect", daemon=True).start()
+        connected = done.wait(timeout)
+    if not connected:
+        raise UsageError(
+            f"cannot connect to the Ray cluster at {address} within {timeout:g} s: check the address "
+            "(`ray status` on the head node) or give more time with --ray-timeout"
+        )
+    if failures:
+        first = (str(failures[0]).strip().splitlines() or [type(failures[0]).__name__])[0][:300]
+        raise UsageError(f"cannot connect to the Ray cluster at {address}: {first}")
+
+
+def _refuse_unreachable(address: str, timeout: float) -> None:
+    """A `host:port` (or `ray://host:port`) nobody listens on fails in milliseconds instead of Ray's retries."""
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return  # "auto", "local", or a form Ray resolves itself
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=min(timeout, 5.0)):
+            pass
+    except OSError as error:
+        raise UsageError(f"cannot reach the Ray cluster at {address}: {error.strerror or error}") from error
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@functools.cache
+def _remote_check() -> Any:
+    """The node task, registered with Ray once per process (Ray exports it again for a new cluster or job)."""
+    import ray
+
+    return ray.remote(num_cpus=0, max_retries=0)(_check_here)
 
 
 def _resources(node: dict[str, Any], family: str) -> tuple[float | None, list[str]]:
@@ -163,6 +311,23 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResu
     )
 
 
+def _dead(node: dict[str, Any], *, during: str | None = None) -> NodeResult:
+    """A node Ray reports dead: before the check (from an earlier death) or `during` it. One the autoscaler
+    removed for being idle is drained: listed, not a failure."""
+    code = node.get("DeathReason")
+    reason = DEATH_REASONS.get(code, f"reason {code}") if isinstance(code, int) else "no reason given"
+    detail = str(node.get("DeathReasonMessage") or "").strip()
+    said = f"Ray marks the node dead ({reason}{': ' + detail[:200] if detail else ''})"
+    drained = code == IDLE_DRAIN and during is None
+    return NodeResult(
+        node_id=str(node.get("NodeID", "?")),
+        address=str(node.get("NodeManagerAddress", "?")),
+        reachable=False,
+        verdict="drained" if drained else "dead",
+        problems=[said] + ([f"during the check: {during}"] if during else []),
+    )
+
+
 def _unreachable(node: dict[str, Any], reason: str) -> NodeResult:
     return NodeResult(
         node_id=node["NodeID"],
@@ -174,14 +339,42 @@ def _unreachable(node: dict[str, Any], reason: str) -> NodeResult:
 
 
 def summary(results: list[NodeResult]) -> dict[str, Any]:
-    """Cluster view: conforming nodes, and the nodes that differ from the majority (driver, count, SKUs)."""
-    reachable = [r for r in results if r.reachable]
+    """Cluster view: nodes (drained ones are not counted), conforming nodes, unreachable and dead ones, and the nodes
+    that differ from the majority, in driver, device count, SKUs or any check, with what differs."""
+    counted = [r for r in results if r.verdict != "drained"]
+    reachable = [r for r in counted if r.reachable]
     majority = Counter(r.signature for r in reachable).most_common(1)
     usual = majority[0][0] if majority else None
+    differing = [r for r in reachable if r.signature != usual]
     return {
-        "nodes": len(results),
-        "conforming": sum(1 for r in results if r.verdict in ("pass", "warn")),
-        "unreachable": [r.node_id for r in results if not r.reachable],
-        "majority": list(usual) if usual is not None else None,
-        "differ_from_majority": [r.node_id for r in reachable if r.signature != usual],
+        "nodes": len(counted),
+        "conforming": sum(1 for r in counted if r.verdict in CONFORMING),
+        "unreachable": [r.node_id for r in counted if not r.reachable],  # no answer to trust: dead ones included
+        "dead": [r.node_id for r in counted if r.verdict == "dead"],
+        "drained": [r.node_id for r in results if r.verdict == "drained"],
+        "majority": _plain(usual) if usual is not None else None,
+        "differ_from_majority": [r.node_id for r in differing],
+        "differences": {r.node_id: _differences(r.signature, usual) for r in differing if usual is not None},
     }
+
+
+def _plain(value: object) -> object:
+    """Tuples as lists, all the way down: the JSON shape of a signature."""
+    return [_plain(v) for v in value] if isinstance(value, tuple | list) else value
+
+
+def _differences(mine: tuple[object, ...], usual: tuple[object, ...]) -> list[str]:
+    """What sets a node apart from the majority, one line per difference: `requirements.pytest: fail (majority:
+    pass)`."""
+    out = [
+        f"{label}: {theirs} (majority: {common})"
+        for label, theirs, common in zip(("driver", "devices", "skus"), mine[:3], usual[:3], strict=True)
+        if theirs != common
+    ]
+    checks: dict[str, str] = dict(mine[3])  # type: ignore[call-overload]
+    common_checks: dict[str, str] = dict(usual[3])  # type: ignore[call-overload]
+    for check_id in sorted(checks.keys() | common_checks.keys()):
+        if checks.get(check_id) != common_checks.get(check_id):
+            theirs = checks.get(check_id, "absent")
+            out.append(f"{check_id}: {theirs} (majority: {common_checks.get(check_id, 'absent')})")
+    return out

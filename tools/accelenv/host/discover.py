@@ -8,17 +8,18 @@ then by product name.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from accelenv.host.pci import device_nodes, module_versions, scan_pci
-from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView
+from accelenv.host.pci import PCI_DEVICES, device_nodes, module_versions, scan_pci
+from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView, followups
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
-from accelenv.host.report import Accelerator, Device, HostReport, PciDevice, PythonInfo
+from accelenv.host.report import PASSTHROUGH_DRIVERS, Accelerator, Device, HostReport, PciDevice, PythonInfo
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -36,8 +37,6 @@ BUILTIN_PROBES = {  # family -> module holding its probe class; imported only wh
     "neuron": ("accelenv.host.probes.neuron", "NeuronProbe"),
     "gaudi": ("accelenv.host.probes.gaudi", "GaudiProbe"),
 }
-# Drivers that may hold a family's devices without being its vendor driver: passthrough for VMs and TPUs.
-PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
 
 
 def builtin_probe(family: str) -> FamilyProbe:
@@ -105,7 +104,7 @@ def discover(
     if registry is None:
         registry = probes([f.id for f in selected]) if selected else {}
     python = python or python_info()
-    pci = scan_pci(root, matrix)
+    pci = {family: [_with_physfn(root, p) for p in found] for family, found in scan_pci(root, matrix).items()}
 
     jobs = [
         (family.id, key, argv)
@@ -117,6 +116,14 @@ def discover(
     results: dict[str, dict[str, ToolResult]] = {}
     for (family_id, key, _), outcome in zip(jobs, outcomes, strict=True):
         results.setdefault(family_id, {})[key] = outcome
+    # a second round only for probes whose tool refused a command of the first (an older driver's nvidia-smi)
+    retries = [
+        (family_id, key, argv)
+        for family_id, said in results.items()
+        for key, argv in followups(registry[family_id], said).items()
+    ]
+    for (family_id, key, _), outcome in zip(retries, runner.run_all([argv for _, _, argv in retries]), strict=True):
+        results[family_id][key] = outcome
 
     ctx = ProbeContext(root=root, environ=environ, distributions=python.distributions, fetch_metadata=fetch_metadata)
     accelerators = []
@@ -134,17 +141,25 @@ def discover(
         from accelenv.host.topology import summary as topology_summary
 
         summary = topology_summary(root, environ, topo.stdout if topo is not None and topo.ok else None)
+    host_os, host_limits, host_container = os_info(root), limits(root), container(root, runner)
     return HostReport(
         topology=summary,
         root=str(root.path),
-        os=os_info(root),
+        os=host_os,
         python=python,
         accelerators=tuple(accelerators),
         environment=reported_environment(environ),
-        limits=limits(root),
-        container=container(root, runner),
+        limits=host_limits,
+        container=host_container,
         raw={key: r for family_results in results.values() for key, r in family_results.items()},
+        unreadable=root.unreadable,  # every read is done: what could not be read is known now
     )
+
+
+def _with_physfn(root: Root, device: PciDevice) -> PciDevice:
+    """`device`, marked as an SR-IOV virtual function when sysfs links it to its physical function."""
+    physfn = root.link_name(f"{PCI_DEVICES}/{device.address}/physfn")
+    return dataclasses.replace(device, physfn=physfn.lower()) if physfn else device
 
 
 def _seen(accelerator: Accelerator, results: Mapping[str, ToolResult]) -> bool:
@@ -174,6 +189,11 @@ def _accelerator(
     else:
         devices = tuple(_from_pci(matrix, i, p) for i, p in enumerate(pci))
         source = "pci" if pci else "none"
+    sources = {fact: dict(said) for fact, said in view.sources.items()}
+    module = family.kernel_modules[0] if family.kernel_modules else None
+    if module is not None and modules.get(module) and (sources or view.driver_version):
+        # the loaded module's own version: what a tool built for another driver release cannot change
+        sources.setdefault("driver_version", {})[f"kernel module {module}"] = str(modules[module])
     return Accelerator(
         family=family.id,
         driver_version=view.driver_version,
@@ -186,6 +206,7 @@ def _accelerator(
         device_nodes=device_nodes(root, family),
         shadowed_by=shadow[0] if shadow else None,
         extra={**view.extra, **({"tools": ",".join(sorted(k for k, r in results.items() if r.ok))} if results else {})},
+        sources={fact: said for fact, said in sources.items() if len(said) > 1},
     )
 
 

@@ -35,5 +35,6 @@ class ToolFacts:
     tool: str
     driver_version: str | None = None
     runtime_version: str | None = None  # NVIDIA: the driver's CUDA version; AMD: ROCm; Neuron: runtime
+    driver_kernel: str | None = None  # the kernel release a tool printed in place of the driver version (in-tree)
     devices: tuple[DeviceFacts, ...] = ()
     warnings: tuple[str, ...] = ()

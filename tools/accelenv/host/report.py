@@ -13,6 +13,8 @@ from accelenv.host.run import ToolResult
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
+# Drivers that hold a device for a virtual machine, not for this host: passthrough (VMs, and TPUs on Cloud TPU VMs).
+PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +27,7 @@ class PciDevice:
     class_code: str | None  # 0x030200
     driver: str | None  # kernel module bound to it (nvidia, nouveau, amdgpu, vfio-pci ...)
     sku: str | None  # matrix SKU id matched by PCI device id
+    physfn: str | None = None  # an SR-IOV virtual function's physical function (its `physfn` link), else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +59,9 @@ class Accelerator:
     device_nodes: tuple[str, ...] = ()
     shadowed_by: str | None = None  # a driver that holds the devices instead of the vendor's (nouveau)
     extra: dict[str, str] = field(default_factory=dict)
+    # fact -> source -> value, for facts more than one source gives: {"driver_version": {"nvidia-smi --version":
+    # "590.48.01", "nvidia-smi --query-gpu": "590.48.01", "kernel module nvidia": "590.48.01"}}
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +108,9 @@ class HostReport:
     container: Container
     topology: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, ToolResult] = field(default_factory=dict)
+    # host paths that exist but could not be read (permission denied, a FIFO, over 4 MiB ...) -> why: what they hold
+    # is unknown, which the checker says rather than judging the host as if they were absent
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def accelerator(self, family: str) -> Accelerator | None:
         return next((a for a in self.accelerators if a.family == family), None)
@@ -119,6 +128,7 @@ class HostReport:
             "limits": vars(self.limits),
             "container": {**vars(self.container), "cdi_specs": list(self.container.cdi_specs)},
             "topology": self.topology,
+            "unreadable": dict(sorted(self.unreadable.items())),
         }
         if raw:
             data["raw"] = {key: result.as_json() for key, result in sorted(self.raw.items())}
@@ -149,6 +159,7 @@ class HostReport:
             ),
             topology=dict(data.get("topology", {})),
             raw={k: ToolResult.from_json(v) for k, v in data.get("raw", {}).items()},
+            unreadable={str(k): str(v) for k, v in data.get("unreadable", {}).items()},
         )
 
 
@@ -165,6 +176,7 @@ def _accelerator_json(a: Accelerator) -> Json:
         "device_nodes": list(a.device_nodes),
         "shadowed_by": a.shadowed_by,
         "extra": dict(sorted(a.extra.items())),
+        "sources": {fact: dict(sorted(said.items())) for fact, said in sorted(a.sources.items())},
     }
 
 
@@ -181,4 +193,7 @@ def _accelerator_from(data: Json) -> Accelerator:
         device_nodes=tuple(data.get("device_nodes", [])),
         shadowed_by=data.get("shadowed_by"),
         extra=dict(data.get("extra", {})),
+        sources={
+            str(fact): {str(k): str(v) for k, v in said.items()} for fact, said in data.get("sources", {}).items()
+        },
     )

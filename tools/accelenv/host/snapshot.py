@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 from accelenv import __version__
 from accelenv.errors import UsageError
 from accelenv.fileio import write_atomic
+from accelenv.host.redact import redact_json
 from accelenv.host.report import HostReport
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
 SNAPSHOT_FORMAT = 1
@@ -25,7 +27,7 @@ def snapshot_json(report: HostReport) -> dict[str, Any]:
         "accelenv_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
-        "report": report.as_json(raw=True),
+        "report": redact_json(report.as_json(raw=True)),  # tools echo tokens and credentialed URLs
     }
 
 
@@ -41,11 +43,60 @@ def load_snapshot(path: Path) -> HostReport:
         raise UsageError(f"{path}: cannot read the snapshot: {error.strerror}") from error
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UsageError(f"{path}: not a snapshot (not JSON: {error})") from error
-    if not isinstance(data, dict) or data.get("accelenv_snapshot") != SNAPSHOT_FORMAT:
+    form = data.get("accelenv_snapshot") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or type(form) is not int or form != SNAPSHOT_FORMAT:  # `true == 1` is no format
         raise UsageError(f"{path}: not an accelenv snapshot (write one with `accelenv snapshot -o FILE`)")
+    problems = snapshot_problems(data)
+    if problems:
+        shown = "".join(f"\n  {problem}" for problem in problems[:MAX_PROBLEMS])
+        more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
+        raise UsageError(
+            f"{path}: the snapshot is damaged: {len(problems)} problem(s) against schema/inspect.schema.json"
+            f"{shown}{more}\n(write a new one with `accelenv snapshot -o FILE` on the host)"
+        )
     try:
         return HostReport.from_json(data["report"])
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise UsageError(
             f"{path}: the snapshot's report is incomplete or damaged ({type(error).__name__}: {error})"
         ) from error
+
+
+MAX_PROBLEMS = 20
+MAX_MESSAGE = 160
+
+
+def snapshot_problems(data: dict[str, Any]) -> list[str]:
+    """Every way `data` (a loaded snapshot) departs from the snapshot format, each with its dotted key path
+    (`report.python.distributions.torch: '2.9.1' is not of type 'array'`), in path order. The report must fit the
+    published schema of `inspect --json` (schema/inspect.schema.json), raw tool outputs included."""
+    import jsonschema
+
+    from accelenv.plan.schemas import inspect_schema
+
+    envelope = {
+        "type": "object",
+        "required": ["accelenv_snapshot", "report"],
+        "properties": {
+            "accelenv_snapshot": {"const": SNAPSHOT_FORMAT},
+            "accelenv_version": {"type": "string"},
+            "created": {"type": "string"},
+            "hostname": {"type": "string"},
+            "report": inspect_schema(),
+        },
+    }
+    validator = jsonschema.Draft202012Validator(envelope)
+    found = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{_key_path(error.absolute_path)}: {_short(error.message)}" for error in found]
+
+
+def _key_path(parts: Iterable[str | int]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(the document)"
+
+
+def _short(message: str) -> str:
+    flat = " ".join(message.split())
+    return flat if len(flat) <= MAX_MESSAGE else flat[: MAX_MESSAGE - 3] + "..."

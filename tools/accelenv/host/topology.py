@@ -38,6 +38,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # some drivers underline the heade
 _HEADER_TOKEN = re.compile("|".join(AFFINITY_COLUMNS) + r"|\S+")
 _GPU_LABEL = re.compile(r"GPU\d+")
 _NIC_LABEL = re.compile(r"NIC\d+")
+# Adjacent device labels printed without space between them ("NIC11NIC12"): nvidia-smi on 8-GPU hosts with 10+ NICs
+_FUSED_LABELS = re.compile(r"(?:(?:GPU|NIC)\d{1,4}){2,64}")
+_LABEL = re.compile(r"(?:GPU|NIC)\d{1,4}")
 _NVLINK = re.compile(r"NV(\d{1,3})")
 _NIC_LEGEND = re.compile(r"\s*(NIC\d+):\s*(\S+)\s*")
 _LEGEND = re.compile(r"\s*(?:NIC\s+)?Legend:", re.IGNORECASE)
@@ -91,13 +94,14 @@ def min_nvlinks(topology: GpuTopology) -> int:
 
 def parse_nvidia_topo(text: str) -> GpuTopology:
     """Read `nvidia-smi topo -m` (tab- or space-separated; lines before the matrix and the legends after it are
-    skipped, the NIC legend names each NICn). Every device column needs its row, every cell a known link, and the
-    diagonal X, so output cut short is refused rather than read as a smaller machine."""
+    skipped, the NIC legend names each NICn). Header labels printed fused (`NIC11NIC12`, on hosts with 10+ NICs)
+    are split. Every device column needs its row, every cell a known link, and the diagonal X, so output cut short
+    is refused rather than read as a smaller machine."""
     lines = _ANSI.sub("", text).splitlines()
     start = next((i for i, line in enumerate(lines) if _is_header(line)), None)
     if start is None:
         raise ParseError(f"{WHAT}: expected a matrix header naming GPU0, found {excerpt(text)}")
-    header = _HEADER_TOKEN.findall(lines[start])
+    header = [label for token in _HEADER_TOKEN.findall(lines[start]) for label in _labels(token)]
     devices = [token for token in header if token not in AFFINITY_COLUMNS]
     extras = [token for token in header if token in AFFINITY_COLUMNS]
     if header != devices + extras:
@@ -142,6 +146,11 @@ def parse_nvidia_topo(text: str) -> GpuTopology:
         numa_affinity={gpu: values["NUMA Affinity"].get(gpu) for gpu in gpus},
         gpu_numa_id={gpu: values["GPU NUMA ID"].get(gpu) for gpu in gpus},
     )
+
+
+def _labels(token: str) -> list[str]:
+    """A header token as the column labels it holds: `NIC11NIC12` (two labels printed fused) is NIC11 and NIC12."""
+    return _LABEL.findall(token) if _FUSED_LABELS.fullmatch(token) else [token]
 
 
 def _is_header(line: str) -> bool:

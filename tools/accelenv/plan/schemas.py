@@ -64,7 +64,9 @@ def inspect_schema() -> Json:
             "class_code": _nullable("string", "PCI class code."),
             "driver": _nullable("string", "Kernel driver bound to the function."),
             "sku": _nullable("string", "Matrix SKU matched by PCI device id."),
+            "physfn": _nullable("string", "An SR-IOV virtual function's physical function; null for others."),
         },
+        required=("address", "vendor_id", "device_id", "class_code", "driver", "sku"),
     )
     accelerator = _obj(
         "One accelerator family as seen on this host.",
@@ -82,7 +84,24 @@ def inspect_schema() -> Json:
             "device_nodes": _strings("Device nodes present (/dev/nvidia0, /dev/kfd, ...)."),
             "shadowed_by": _nullable("string", "A driver holding the devices instead of the vendor's (nouveau)."),
             "extra": _str_map("Family-specific facts (TPU accelerator type, tools that answered).", {"type": "string"}),
+            "sources": _str_map(
+                "Facts more than one source gives (driver_version), each source's value: source -> value.",
+                {"type": "object", "additionalProperties": {"type": "string"}},
+            ),
         },
+        required=(
+            "family",
+            "driver_version",
+            "runtime_version",
+            "devices",
+            "source",
+            "errors",
+            "pci_devices",
+            "modules",
+            "device_nodes",
+            "shadowed_by",
+            "extra",
+        ),
     )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -147,10 +166,24 @@ def inspect_schema() -> Json:
                     "link_layer, rate), peermem, tpu_topology."
                 ),
             },
-            "raw": {
-                "type": "object",
-                "description": "Snapshots only: raw tool outputs by key (argv, returncode, stdout, stderr, fault).",
-            },
+            "unreadable": _str_map(
+                "Host paths that exist but could not be read (permission denied, a FIFO, too large), and why.",
+                {"type": "string"},
+            ),
+            "raw": _str_map(
+                "Snapshots only: raw tool outputs by key (argv, returncode, stdout, stderr, fault).",
+                _obj(
+                    "One run of one tool.",
+                    {
+                        "argv": _strings("The command line."),
+                        "returncode": _nullable("integer", "Exit status; null when the tool did not finish."),
+                        "stdout": {"type": "string", "description": "What the tool printed."},
+                        "stderr": {"type": "string", "description": "What the tool printed on stderr."},
+                        "seconds": {"type": "number", "description": "How long it ran."},
+                        "fault": _nullable("string", "What went wrong; null when it ran and exited 0."),
+                    },
+                ),
+            ),
         },
     }
 
@@ -203,7 +236,13 @@ def cluster_schema() -> Json:
             "node_id": {"type": "string", "description": "Ray node id."},
             "address": {"type": "string", "description": "The node's IP address as Ray reports it."},
             "reachable": {"type": "boolean", "description": "False when the node died or did not answer in time."},
-            "verdict": {"enum": ["pass", "warn", "fail", "unreachable"], "description": "The node's verdict."},
+            "verdict": {
+                "enum": ["pass", "warn", "fail", "unreachable", "dead", "drained"],
+                "description": (
+                    "The node's verdict: dead when Ray marks it dead (before the check, or by the time the answers "
+                    "are in); drained when the autoscaler removed it for being idle (not counted)."
+                ),
+            },
             "failing": {"type": "array", "items": {"type": "string"}, "description": "Ids of failing checks."},
             "devices": {"type": "integer", "description": "Devices of the environment's family the node shows."},
             "driver": {"type": ["string", "null"], "description": "The node's driver version."},
@@ -213,14 +252,17 @@ def cluster_schema() -> Json:
             "problems": {"type": "array", "items": {"type": "string"}, "description": "Ray's view vs the node's."},
             "checks": {"type": "array", "description": "The node's checks, as in check --json."},
             "seconds": {"type": "number", "description": "Time the node's check took."},
-            "signature": {"type": "array", "description": "(driver, device count, SKUs): what the majority is of."},
+            "signature": {
+                "type": "array",
+                "description": "(driver, device count, SKUs, [check id, status] pairs): what the majority is of.",
+            },
         },
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": BASE + "cluster.schema.json",
         "title": "accelenv check --ray --json",
-        "description": "The verdict of one environment on every alive node of a Ray cluster.",
+        "description": "The verdict of one environment on every node of a Ray cluster.",
         "type": "object",
         "additionalProperties": False,
         "required": ["env", "cluster", "nodes"],
@@ -229,11 +271,28 @@ def cluster_schema() -> Json:
             "cluster": _obj(
                 "The cluster view.",
                 {
-                    "nodes": {"type": "integer", "description": "Alive nodes when the check started."},
+                    "nodes": {
+                        "type": "integer",
+                        "description": "Nodes checked or known dead (alive when the check started, plus dead ones).",
+                    },
                     "conforming": {"type": "integer", "description": "Nodes whose verdict is pass or warn."},
-                    "unreachable": {"type": "array", "items": {"type": "string"}, "description": "Node ids."},
+                    "unreachable": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Node ids with no answer to trust (dead ones included).",
+                    },
+                    "dead": {"type": "array", "items": {"type": "string"}, "description": "Node ids Ray marks dead."},
+                    "drained": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Node ids the autoscaler removed for being idle (not counted in nodes).",
+                    },
                     "majority": {"type": ["array", "null"], "description": "The most common node signature."},
                     "differ_from_majority": {"type": "array", "items": {"type": "string"}, "description": "Node ids."},
+                    "differences": _str_map(
+                        "Node id -> what differs from the majority: `requirements.pytest: fail (majority: pass)`.",
+                        {"type": "array", "items": {"type": "string"}},
+                    ),
                 },
             ),
             "nodes": {"type": "array", "description": "One entry per node.", "items": node},

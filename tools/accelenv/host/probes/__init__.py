@@ -2,7 +2,8 @@
 
 Each family's probe satisfies `FamilyProbe`: it names the commands to run (all families' commands run at once,
 each with a timeout) and then interprets their results into a `ToolView`. Probes never raise: a tool that is
-missing, fails or prints garbage becomes an entry in `ToolView.errors`.
+missing, fails or prints garbage becomes an entry in `ToolView.errors`. A probe whose tool refuses a command on
+older releases may also have a `followups(results)` method: the commands to run once the first round is in.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class ToolView:
     source: str | None = None  # the tool the devices come from
     errors: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+    # fact -> source -> value as that source gave it, for facts read from more than one place (driver_version)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class FamilyProbe(Protocol):
@@ -52,6 +55,17 @@ class FamilyProbe(Protocol):
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         """Facts from the commands' results; never raises."""
         ...
+
+
+def followups(probe: FamilyProbe, results: Mapping[str, ToolResult]) -> dict[str, list[str]]:
+    """The commands `probe` asks for after seeing the first round's `results` (none unless the probe has a
+    `followups` method: a fallback for a tool that refused the first command). Keys must not repeat the first
+    round's."""
+    ask = getattr(probe, "followups", None)
+    if ask is None:
+        return {}
+    commands: dict[str, list[str]] = ask(results)
+    return {key: argv for key, argv in commands.items() if key not in results}
 
 
 def tool_errors(results: Mapping[str, ToolResult], *, quiet_missing: bool = True) -> list[str]:

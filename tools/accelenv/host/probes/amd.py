@@ -1,6 +1,12 @@
 """Pure parsers for AMD tool output: `amd-smi static --json`, `amd-smi version`, `rocm-smi --json` and the ROCm
 version file. No subprocess, no file reads: each takes the text and returns facts, or raises `ParseError`.
 
+The amdgpu driver version: amd-smi and rocm-smi read `/sys/module/amdgpu/version`, which only AMD's packaged
+(DKMS) driver has. With the kernel's own in-tree amdgpu they print the kernel instead, as its banner (`amd-smi
+version`: `Linuxversion6.8.0-79-generic(buildd@...)`) or its release (rocm-smi and `amd-smi static`: uname -r, such
+as `6.9.0-rc5+` or `6.17.1-300.fc43.x86_64`). Neither is a driver version: `amdgpu_version` is the one rule every
+reader applies, and the probe applies it once more with the host's kernel release.
+
 Units: AMD tools write binary sizes under decimal names. On the same MI300X, rocminfo's 201310208 KB pool is
 hipDeviceQuery's 196592 MB (201310208 / 1024), so KB/MB/GB here are KiB/MiB/GiB and amd-smi's MB is taken as MiB.
 """
@@ -29,19 +35,54 @@ _HEX_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
 _SIZE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-z]*)", re.IGNORECASE)
 _CARD = re.compile(r"card([0-9]{1,4})")
 _VERSION_START = re.compile(r"[0-9]+(?:\.[0-9]+)+")
+# amdgpu's own versions: 6.10.5 (amdgpu-dkms), 6.19.14.31400000 (newer packaged drivers add a build number)
+_AMDGPU_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}(?:\.[0-9]{1,12})?")
+# a kernel release: a version with the distribution's suffix (6.8.0-79-generic, 6.17.1-300.fc43.x86_64, 7.0.0-3-pve,
+# 6.9.0-rc5+), which uname -r gives and amdgpu-dkms never reports
+_KERNEL_RELEASE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}(?:\.[0-9]{1,6})?[-+][0-9A-Za-z._+~-]{0,120}")
+# the kernel's banner (/proc/version), with or without its spaces: "Linux version 6.8.0-79-generic (buildd@..."
+_KERNEL_BANNER = re.compile(r"Linux\s*version\s*([0-9][0-9A-Za-z._+~-]{0,120}?)(?=\(|\s|$)", re.IGNORECASE)
 _ROCM_FILE = re.compile(r"([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?:[-+~.][0-9A-Za-z.+~-]*)?")
 # AMD's KB/MB/GB are binary (see the module docstring); B is bytes.
 _BYTES_PER_UNIT = {"b": 1, "kb": 2**10, "kib": 2**10, "mb": 2**20, "mib": 2**20, "gb": 2**30, "gib": 2**30}
 
 
-def parse_amd_smi_static_json(text: str) -> tuple[DeviceFacts, ...]:
-    """GPUs from `amd-smi static --json`: a bare list (amd-smi < 26) or `{"gpu_data": [...]}` (newer).
+def amdgpu_version(reported: str | None, kernel_release: str | None = None) -> str | None:
+    """The amdgpu driver version in what a tool reported for it, or None when that is no driver version: "N/A",
+    the kernel's banner or release (the in-tree driver: see the module docstring), `kernel_release` itself (the
+    running kernel's release, when known: a custom kernel may be called just `6.1.10`), or anything else."""
+    value = _text(reported)
+    if value is None or _KERNEL_BANNER.match(value) or (kernel_release and value == kernel_release.strip()):
+        return None
+    if _KERNEL_RELEASE.fullmatch(value) or not _AMDGPU_VERSION.fullmatch(value):
+        return None
+    return value
 
-    Leaves may be plain (`"196592 MB"`, `196592`) or `{"value": 196592, "unit": "MB"}`. Entries for CPUs
-    (`{"cpu": 0, ...}`) are skipped.
+
+def in_tree_kernel(reported: str | None) -> str | None:
+    """The kernel release a tool reported in place of the amdgpu version (the in-tree driver), else None."""
+    value = _text(reported)
+    if value is None:
+        return None
+    banner = _KERNEL_BANNER.match(value)
+    if banner is not None:
+        return banner.group(1)
+    return value if _KERNEL_RELEASE.fullmatch(value) else None
+
+
+def parse_amd_smi_static_json(text: str) -> tuple[DeviceFacts, ...]:
+    """GPUs from `amd-smi static --json`: a bare list (amd-smi < 26) or `{"gpu_data": [...]}` (newer); on a host
+    with one GPU, ROCm 6.0's amd-smi prints that GPU's object alone (`{"gpu": 0, ...}`).
+
+    Leaves may be plain (`"196592 MB"`, `196592`) or `{"value": 196592, "unit": "MB"}`. ROCm 6.0 names the
+    driver's fields `driver_name`/`driver_version` and the memory `vram_size_mb`; later releases `name`/`version`
+    and `size`. Entries for CPUs (`{"cpu": 0, ...}`) are skipped. A driver version that is the kernel's (the
+    in-tree driver) is not kept as one: its kernel release goes to `extra["driver_kernel"]`.
     """
     what = "amd-smi static --json"
     data = _load_json(text, what)
+    if isinstance(data, Mapping) and "gpu_data" not in data and "gpu" in data:
+        data = [data]
     if isinstance(data, Mapping):
         if "gpu_data" not in data:
             keys = ", ".join(sorted(str(k) for k in data)[:5]) or "none"
@@ -69,14 +110,18 @@ def _amd_smi_device(entry: Mapping[str, object], where: str) -> DeviceFacts:
     extra: dict[str, str] = {}
     if target is not None and _gfx(target) != target:
         extra["gfx_target"] = target
-    driver_version = _text(_leaf(driver.get("version")))
+    reported = _text(_leaf(driver.get("version", driver.get("driver_version"))))
+    driver_version = amdgpu_version(reported)
     if driver_version is not None:
         extra["driver_version"] = driver_version
+    elif (kernel := in_tree_kernel(reported)) is not None:
+        extra["driver_kernel"] = kernel
+    size_key = "size" if "size" in vram or "vram_size_mb" not in vram else "vram_size_mb"
     return DeviceFacts(
         index=index,
         name=_text(_leaf(asic.get("market_name"))),
         arch=_gfx(target),
-        memory_mib=_mib(vram.get("size"), default_unit="mb", where=f"{where}: 'vram.size'"),
+        memory_mib=_mib(vram.get(size_key), default_unit="mb", where=f"{where}: 'vram.{size_key}'"),
         pci_bus_id=_bdf(_text(_leaf(bus.get("bdf")))),
         pci_device_id=_device_id(_leaf(asic.get("device_id"))),
         extra=extra,
@@ -87,8 +132,9 @@ def parse_amd_smi_version(text: str) -> tuple[str | None, str | None]:
     """(amdgpu driver version, ROCm version) from `amd-smi version`.
 
     Accepts the one-line form (`AMDSMI Tool: ... | ROCm version: 6.4.1 | amdgpu version: 6.10.5 | ...`) and the
-    same fields one per line. With the in-tree kernel driver amd-smi prints the kernel's banner as the amdgpu
-    version (`Linuxversion6.8.0-79-generic(...)`): that is not a driver version, so it is None.
+    same fields one per line. With the in-tree kernel driver amd-smi prints the kernel's banner or release as the
+    amdgpu version (`Linuxversion6.8.0-79-generic(...)`): that is not a driver version, so it is None
+    (`amdgpu_version`).
     """
     fields: dict[str, str] = {}
     for line in text.splitlines():
@@ -101,17 +147,17 @@ def parse_amd_smi_version(text: str) -> tuple[str | None, str | None]:
         raise ParseError(
             f"amd-smi version: expected fields such as 'ROCm version:' and 'amdgpu version:', found {_excerpt(text)}"
         )
-    driver = _text(fields.get("amdgpu version"))
+    driver = amdgpu_version(fields.get("amdgpu version"))
     rocm = _text(fields.get("rocm version"))
-    if driver is not None and not _VERSION_START.match(driver):
-        driver = None
     if rocm is not None and not _VERSION_START.match(rocm):
         raise ParseError(f"amd-smi version: expected a version after 'ROCm version:', found {_excerpt(rocm)}")
     return driver, rocm
 
 
 def parse_rocm_smi_json(text: str) -> ToolFacts:
-    """Driver version and GPUs from `rocm-smi --json` (objects `card0`, `card1`, ... and `system`).
+    """Driver version and GPUs from `rocm-smi --json` (objects `card0`, `card1`, ... and `system`). Without
+    `/sys/module/amdgpu/version` (the in-tree driver) rocm-smi prints uname's kernel release as the "Driver version"
+    (rocm_smi_lib `rsmi_version_str_get`): that goes to `driver_kernel`, not `driver_version`.
 
     Key spellings moved between ROCm releases ("GPU ID" -> "Device ID", "Card series" -> "Card Series"), so keys
     are matched without regard to case and the older spelling is the fallback.
@@ -132,9 +178,15 @@ def parse_rocm_smi_json(text: str) -> ToolFacts:
     if not cards and not isinstance(system, Mapping):
         keys = ", ".join(sorted(str(k) for k in data)[:5]) or "none"
         raise ParseError(f"{what}: expected 'card0'... objects or a 'system' object, found keys: {keys}")
-    driver = _text(_folded(system).get("driver version")) if isinstance(system, Mapping) else None
+    reported = _text(_folded(system).get("driver version")) if isinstance(system, Mapping) else None
     devices = tuple(_rocm_smi_device(number, card, f"{what}: 'card{number}'") for number, card in sorted(cards))
-    return ToolFacts(family=FAMILY, tool="rocm-smi", driver_version=driver, devices=devices)
+    return ToolFacts(
+        family=FAMILY,
+        tool="rocm-smi",
+        driver_version=amdgpu_version(reported),
+        driver_kernel=in_tree_kernel(reported),
+        devices=devices,
+    )
 
 
 def _rocm_smi_device(index: int, card: Mapping[str, object], where: str) -> DeviceFacts:
@@ -278,20 +330,37 @@ class AmdProbe:
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         errors = tool_errors(results)
+        kernel = ctx.root.read_value("/proc/sys/kernel/osrelease")
         devices: tuple[DeviceFacts, ...] = ()
         source: str | None = None
+        said: dict[str, str] = {}
         static = parsed(output(results.get("amd-smi-static")), parse_amd_smi_static_json, errors)
         if static is not None:
             devices, source = static, "amd-smi"
+            for version in dict.fromkeys(d.extra["driver_version"] for d in static if "driver_version" in d.extra):
+                said.setdefault("amd-smi static", version)
         driver, rocm = parsed(output(results.get("amd-smi-version")), parse_amd_smi_version, errors) or (None, None)
+        if driver is not None:
+            said["amd-smi version"] = driver
         legacy = None if devices else parsed(output(results.get("rocm-smi")), parse_rocm_smi_json, errors)
         if legacy is not None:
             devices, source = legacy.devices, "rocm-smi"
-            driver = driver or legacy.driver_version
-        if driver is None:
-            driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
+            if legacy.driver_version is not None:
+                said["rocm-smi"] = legacy.driver_version
+        # the one rule once more, now that the host's kernel release is known (a custom kernel named `6.1.10`)
+        kept = {where: version for where, version in said.items() if amdgpu_version(version, kernel) is not None}
+        driver = kept.get("amd-smi version") or kept.get("rocm-smi") or kept.get("amd-smi static")
+        in_tree = next((d.extra["driver_kernel"] for d in devices if "driver_kernel" in d.extra), None)
+        in_tree = in_tree or (legacy.driver_kernel if legacy is not None else None)
+        in_tree = in_tree or (kernel if len(kept) < len(said) else None)
         if rocm is None:
             rocm = parsed(ctx.root.read_text("/opt/rocm/.info/version"), rocm_version_from_file, errors)
         return ToolView(
-            driver_version=driver, runtime_version=rocm, devices=devices, source=source, errors=tuple(errors)
+            driver_version=driver,
+            runtime_version=rocm,
+            devices=devices,
+            source=source,
+            errors=tuple(errors),
+            extra={"driver_kernel": in_tree} if in_tree and driver is None else {},
+            sources={"driver_version": kept} if kept else {},
         )

@@ -157,12 +157,14 @@ class GaudiProbe:
         errors = tool_errors(results)
         devices = parsed(output(results.get("hl-smi-query")), parse_hl_smi_csv, errors) or ()
         driver, software = parsed(output(results.get("hl-smi")), parse_hl_smi_table, errors) or (None, None)
-        if driver is None:
-            driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
+        said = {"hl-smi": driver} if driver else {}
+        queried = list(dict.fromkeys(d.extra["driver_version"] for d in devices if d.extra.get("driver_version")))
+        said.update({f"hl-smi -Q{'' if len(queried) == 1 else f' ({n + 1})'}": v for n, v in enumerate(queried)})
         return ToolView(
-            driver_version=driver,
+            driver_version=driver or next(iter(queried), None),
             runtime_version=software,
             devices=devices,
             source="hl-smi" if devices else None,
             errors=tuple(errors),
+            sources={"driver_version": said} if said else {},
         )

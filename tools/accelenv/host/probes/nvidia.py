@@ -46,6 +46,20 @@ QUERY_FIELDS: tuple[str, ...] = (
     "mig.mode.current",
 )
 
+# The fallback query for a driver whose nvidia-smi refuses a field of QUERY_FIELDS: drivers before R510 do not know
+# compute_cap (nvidia-smi 470.182.03 answers `Field "compute_cap" is not a valid field to query.`, exit status 2,
+# huggingface/candle#733), so the architecture then comes from the PCI device id through the matrix. These fields
+# are the ones every driver since the R4xx branches knows.
+LEGACY_QUERY_FIELDS: tuple[str, ...] = (
+    "index",
+    "name",
+    "pci.bus_id",
+    "pci.device_id",
+    "uuid",
+    "memory.total",
+    "driver_version",
+)
+
 # --query-gpu fields copied verbatim into DeviceFacts.extra (under the field's own name) when they hold a value.
 EXTRA_FIELDS: tuple[str, ...] = ("driver_version", "kmd_version", "mig.mode.current")
 
@@ -60,15 +74,24 @@ _MIB = re.compile(r"(\d+)(?:\s*MiB)?")
 _COMPUTE_CAP = re.compile(r"(\d+)\.(\d+)")
 _BUS_ID = re.compile(r"([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])")
 _PCI_ID = re.compile(r"(?:0[xX])?([0-9A-Fa-f]{8})")
+_INVALID_FIELD = re.compile(r'Field "[^"\n]{1,80}" is not a valid field to query')
 _TABLE_HEADER = re.compile(
     r"\|\s*NVIDIA-SMI\s+\S+\s+(?P<driver_key>Driver|KMD) Version:\s*(?P<driver>\S+)"
     r"\s+(?P<cuda_key>CUDA|CUDA UMD) Version:\s*(?P<cuda>\S+)\s*\|"
 )
 
 
-def query_gpu_args() -> list[str]:
-    """The arguments that make nvidia-smi print what `parse_query_gpu` reads by default."""
-    return [f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv,noheader,nounits"]
+def query_gpu_args(fields: Sequence[str] = QUERY_FIELDS) -> list[str]:
+    """The arguments that make nvidia-smi print what `parse_query_gpu` reads (by default QUERY_FIELDS)."""
+    return [f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+
+
+def refused_a_field(result: ToolResult | None) -> bool:
+    """nvidia-smi ran and refused a --query-gpu field it does not know (`Field "compute_cap" is not a valid field
+    to query.` on stdout, exit status 2)."""
+    if result is None or result.ok or result.returncode is None:
+        return False
+    return _INVALID_FIELD.search(result.stdout[:4096] + "\n" + result.stderr[:4096]) is not None
 
 
 def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[DeviceFacts, ...]:
@@ -320,35 +343,75 @@ def _excerpt(text: str, limit: int = 80) -> str:
 # ---- the probe ---------------------------------------------------------------------------------------------------
 
 
+QUERY = "nvidia-smi-query"
+LEGACY_QUERY = "nvidia-smi-query-legacy"
+VERSION = "nvidia-smi-version"
+TOPOLOGY = "nvidia-smi-topo"
+PROC_VERSION = "/proc/driver/nvidia/version"
+
+
 class NvidiaProbe:
-    """nvidia-smi --query-gpu for devices, --version for the driver and its CUDA version; the kernel module's
-    version when nvidia-smi is missing or broken."""
+    """nvidia-smi --query-gpu for devices (a query without compute_cap when an older driver refuses that field),
+    --version for the driver and its CUDA version; the kernel module's version when nvidia-smi is missing or broken.
+    Every place the driver version was read is kept in `sources`, so the checker sees when they disagree."""
 
     family = FAMILY
 
     def commands(self) -> dict[str, list[str]]:
         return {
-            "nvidia-smi-query": [TOOL, *query_gpu_args()],
-            "nvidia-smi-version": [TOOL, "--version"],
-            "nvidia-smi-topo": [TOOL, "topo", "-m"],
+            QUERY: [TOOL, *query_gpu_args()],
+            VERSION: [TOOL, "--version"],
+            TOPOLOGY: [TOOL, "topo", "-m"],
         }
 
+    def followups(self, results: Mapping[str, ToolResult]) -> dict[str, list[str]]:
+        if refused_a_field(results.get(QUERY)):
+            return {LEGACY_QUERY: [TOOL, *query_gpu_args(LEGACY_QUERY_FIELDS)]}
+        return {}
+
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        legacy = results.get(LEGACY_QUERY)
+        answered = LEGACY_QUERY if legacy is not None and legacy.ok else QUERY
+        fields = LEGACY_QUERY_FIELDS if answered == LEGACY_QUERY else QUERY_FIELDS
+        problems: list[str] = []
+        devices = parsed(output(results.get(answered)), lambda text: parse_query_gpu(text, fields), problems) or ()
+        version = results.get(VERSION)
+        driver, cuda = parsed(output(version), parse_version, problems) or (None, None)
+        queried = _query_driver_versions(devices)
         # topo -m feeds the topology checks (discover reads it); its failure is not a device fault
-        errors = tool_errors({k: v for k, v in results.items() if k != "nvidia-smi-topo"})
-        devices = parsed(output(results.get("nvidia-smi-query")), parse_query_gpu, errors) or ()
-        driver, cuda = parsed(output(results.get("nvidia-smi-version")), parse_version, errors) or (None, None)
-        if driver is None:
-            driver = next((d.extra["driver_version"] for d in devices if d.extra.get("driver_version")), None)
-        if driver is None:
-            driver = _module_driver_version(ctx.root.read_text("/proc/driver/nvidia/version"))
+        quiet = {TOPOLOGY}
+        if answered == LEGACY_QUERY:
+            quiet.add(QUERY)  # the driver refused a field; the fallback query answered
+        if queried and version is not None and not version.ok and version.returncode is not None:
+            quiet.add(VERSION)  # an older nvidia-smi without --version: the query gave the driver version
+        errors = tool_errors({k: v for k, v in results.items() if k not in quiet}) + problems
+        module = _module_driver_version(ctx.root.read_text(PROC_VERSION))
+        said = {f"{TOOL} --version": driver} if driver else {}
+        said.update(queried)
+        if module:
+            said[PROC_VERSION] = module
+        driver = driver or next(iter(queried.values()), None) or module
         return ToolView(
             driver_version=driver,
             runtime_version=cuda,
             devices=devices,
             source=TOOL if devices else None,
             errors=tuple(errors),
+            sources={"driver_version": said} if said else {},
         )
+
+
+def _query_driver_versions(devices: Sequence[DeviceFacts]) -> dict[str, str]:
+    """The driver version the query printed per GPU, one source when the GPUs agree (as they always should)."""
+    by_version: dict[str, list[int]] = {}
+    for device in devices:
+        if device.extra.get("driver_version"):
+            by_version.setdefault(device.extra["driver_version"], []).append(device.index)
+    if len(by_version) <= 1:
+        return {f"{TOOL} --query-gpu": version for version in by_version}
+    return {
+        f"{TOOL} --query-gpu (GPU {', '.join(map(str, indexes))})": version for version, indexes in by_version.items()
+    }
 
 
 def _module_driver_version(text: str | None) -> str | None:

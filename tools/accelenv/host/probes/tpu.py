@@ -52,6 +52,9 @@ _PCI_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
 _VERSION_LINE = re.compile(r"(?:-\s*)?(tpu-info|libtpu|accelerator type)(?: version)?\s*:\s*(.*)", re.IGNORECASE)
 _LIBTPU_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+\S*")  # 0.0.18, 0.0.19.dev20250721+nightly
 _NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown"})
+# "N/A (incompatible environment)": tpu-info under a Python its libtpu does not support (3.12+ with libtpu 0.0.20 or
+# older) prints this for libtpu and accelerator type; "unknown (package metadata not found)" for its own version
+_NOT_AVAILABLE_BECAUSE = re.compile(r"(?:n/a|na|none|unknown)\s*\([^()\n]{0,200}\)", re.IGNORECASE)
 
 
 def generation_from_accelerator_type(value: str) -> str | None:
@@ -79,8 +82,8 @@ def parse_tpu_info_version(text: str) -> tuple[str | None, str | None]:
     """(libtpu version, accelerator type) from `tpu-info --version`.
 
     Reads `- libtpu version: 0.0.18` and `- accelerator type: v6e`, and the same lines at the top of plain
-    `tpu-info` (`Libtpu version: ...`, `Accelerator type: ...`). "N/A" (tpu-info in an environment where libtpu
-    cannot load) is None.
+    `tpu-info` (`Libtpu version: ...`, `Accelerator type: ...`). "N/A", and "N/A (incompatible environment)" from
+    tpu-info in a Python where its libtpu cannot load, are None: unknown, not a parse error.
     """
     found: dict[str, str | None] = {}
     for line in text.splitlines():
@@ -88,7 +91,8 @@ def parse_tpu_info_version(text: str) -> tuple[str | None, str | None]:
         if match is None:
             continue
         key, value = match.group(1).lower(), match.group(2).strip()
-        found.setdefault(key, None if value.lower() in _NOT_AVAILABLE else value)
+        unknown = value.lower() in _NOT_AVAILABLE or _NOT_AVAILABLE_BECAUSE.fullmatch(value) is not None
+        found.setdefault(key, None if unknown else value)
     if "libtpu" not in found and "accelerator type" not in found:
         raise ParseError(
             f"tpu-info --version: expected 'libtpu version:' and 'accelerator type:' lines, found {_excerpt(text)}"
