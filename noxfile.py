@@ -36,9 +36,11 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("ruff", "check", *LINTED)
     session.run("ruff", "format", "--check", *LINTED)
-    # two runs: tests/unit and tests/devices each have a conftest.py, and mypy wants module names unique
+    # three runs: tests/unit, tests/devices and tests/hostile each have a conftest.py, and mypy wants module
+    # names unique
     session.run("mypy", "tools", "tests/unit", "tests/integration", "tests/support", "noxfile.py", "benchmarks")
     session.run("mypy", "tests/devices")
+    session.run("mypy", "tests/hostile")
 
 
 @nox.session(python=PYTHON)

@@ -96,3 +96,38 @@ def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.M
     assert "--hash=sha256:" in lock
     assert (path.parent / "images" / "demo-live" / "Dockerfile").is_file()
     assert main(["--matrix", str(path), "render", "--check"]) == 0
+
+
+def test_refresh_keeps_an_edit_made_while_it_asked_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """refresh reads the matrix, asks the indexes (which can take minutes), then writes: an edit someone made
+    meanwhile is not overwritten; refresh says so and writes nothing."""
+    from accelenv.upstream import outdated
+
+    simple = tmp_path / "www" / "simple"
+    for version in ("1.0", "1.1"):
+        build_wheel(simple / "demo-lib", "demo-lib", version)
+    write_simple_index(simple)
+    with LoopbackServer(tmp_path / "www") as server:
+        path = matrix_with(tmp_path / "repo", {"demo-live": (f"{server.url}/simple", ["demo-lib==1.0"])})
+        for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+        real_check = outdated.check_matrix
+
+        def check_then_someone_edits(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+            result = real_check(*args, **kwargs)  # type: ignore[arg-type]
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write("# a colleague's edit\n")
+            return result
+
+        monkeypatch.setattr(outdated, "check_matrix", check_then_someone_edits)
+        out = io.StringIO()
+        code = main(["--matrix", str(path), "refresh", "--env", "demo-live", "--no-lock"], out=out)
+    err = capsys.readouterr().err
+    assert code == 1, out.getvalue() + err
+    assert "changed while refresh asked the indexes" in err
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("# a colleague's edit\n")
+    assert '"demo-lib==1.0"' in text  # the bump was not written over the edit

@@ -34,3 +34,9 @@ class MatrixInvalidError(AccelenvError):
         self.problems = problems
         errors = sum(1 for p in problems if p.is_error)
         super().__init__(f"{source}: {errors} error(s) found")
+
+
+class WriteFailedError(AccelenvError):
+    """A file could not be written (disk full, read-only, not permitted); nothing was changed."""
+
+    exit_code: ClassVar[int] = 1

@@ -11,6 +11,7 @@ Exit status: 0 success, 1 a finding (invalid matrix, failed check), 2 a usage er
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -154,7 +155,27 @@ def _selected(words: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    stdout = out or sys.stdout
+    from accelenv.cli.output import safe_text
+
+    target = out or sys.stdout
+    if target is None:  # started with standard output closed (`accelenv list >&-`)
+        _say("accelenv: standard output is closed; give the command somewhere to write (e.g. >/dev/null)\n")
+        return 2
+    stdout = safe_text(target, "standard output")
+    real_stderr = sys.stderr
+    if real_stderr is not None:
+        sys.stderr = safe_text(real_stderr, "standard error", quiet=True)
+    try:
+        return _finish(stdout, target, _run(argv, stdout))
+    finally:
+        if real_stderr is not None:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            sys.stderr = real_stderr
+
+
+def _run(argv: Sequence[str] | None, stdout: TextIO) -> int:
+    """Parse the command line, run the command, and turn every error into its message and exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
     trailing: list[str] | None = None
     if "--" in words:
@@ -173,28 +194,68 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             if not spec.takes_command:
                 parser.error("`--` only goes with `accelenv run ENV -- COMMAND`")
             args.command = trailing
+        if spec.takes_command:  # `accelenv run`: the command's own output, colours included, passes through
+            stdout = getattr(stdout, "target", stdout)
         return spec.run(args, stdout)
     except MatrixInvalidError as error:
         for problem in error.problems:
             if problem.is_error:
-                sys.stderr.write(problem.render(error.source) + "\n")
-        sys.stderr.write(f"accelenv: {error}; run `accelenv validate` for details\n")
+                _say(problem.render(error.source) + "\n")
+        _say(f"accelenv: {error}; run `accelenv validate` for details\n")
         return error.exit_code
     except AccelenvError as error:
-        sys.stderr.write(f"accelenv: {error}\n")
+        _say(f"accelenv: {error}\n")
         return error.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("accelenv: interrupted\n")
+        _say("accelenv: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as error:  # a file or stream the command used failed underneath it: say which, and why
+        where = f"{error.filename}: " if error.filename else ""
+        _say(f"accelenv: {where}{error.strerror or error}\n")
+        return 1
     except Exception as error:  # a bug: say so plainly, keep the traceback for those who ask
         if os.environ.get("ACCELENV_DEBUG"):
             import traceback
 
             traceback.print_exc()
-        sys.stderr.write(
+        _say(
             f"accelenv: internal error: {type(error).__name__}: {error}\n"
             "This is a bug in accelenv; rerun with ACCELENV_DEBUG=1 for the traceback and report it.\n"
         )
         return 3
+
+
+def _finish(stdout: TextIO, target: TextIO, code: int) -> int:
+    """Flush what the command printed; a stream that cannot take it is an error (rc 1), a closed pipe is not.
+    Either way the stream is pointed at /dev/null, so the interpreter's own last flush stays quiet."""
+    from accelenv.cli.output import OutputFailedError
+
+    if getattr(stdout, "failed", False):  # the command's own write failed, and it said so
+        _silence(target)
+        return code
+    try:
+        stdout.flush()
+    except BrokenPipeError:
+        _silence(target)
+    except OutputFailedError as error:
+        _silence(target)
+        _say(f"accelenv: {error}\n")
+        return error.exit_code
+    return code
+
+
+def _silence(stream: TextIO) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def _say(message: str) -> None:
+    """Write to standard error, which may itself be closed or full: then there is nowhere to say it."""
+    with contextlib.suppress(Exception):
+        if sys.stderr is not None:
+            sys.stderr.write(message)
+            sys.stderr.flush()

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
 
 
+MAX_SECONDS = 86400.0  # the longest timeout a command accepts (a day)
+MAX_SNAPSHOT = 256 * 1024 * 1024  # tools' outputs are capped at 8 MiB a stream; no real snapshot comes near
+
+
 @dataclass(frozen=True, kw_only=True)
 class Command:
     """One command of a group: its help epilog, the arguments it declares and the handler that runs it.
@@ -41,6 +45,20 @@ def repo_of(args: argparse.Namespace) -> Path:
     return find_matrix(args.matrix).parent
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a finite, positive number of seconds (not nan, not inf, not 0)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0 and at most {MAX_SECONDS:g}")
+    return value
+
+
 def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
     from accelenv.host.run import DEFAULT_TIMEOUT
 
@@ -48,7 +66,7 @@ def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
         "--root", metavar="DIR", help="read /sys, /proc, /dev, /etc under DIR (default: $ACCELENV_ROOT or /)"
     )
     p.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help="per vendor tool (default %(default)gs)"
+        "--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S", help="per vendor tool (default %(default)gs)"
     )
     p.add_argument("--metadata", action="store_true", help="ask the GCE metadata server for the TPU type (2 s)")
     if snapshot:
@@ -63,9 +81,7 @@ def host_report(
     if getattr(args, "snapshot", None):
         from accelenv.host.snapshot import load_snapshot
 
-        return load_snapshot(Path(args.snapshot))
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+        return load_snapshot(snapshot_file(Path(args.snapshot)))
     from accelenv.host.discover import discover
     from accelenv.host.root import Root
     from accelenv.host.run import ToolRunner
@@ -86,9 +102,30 @@ def host_report(
     )
 
 
+def snapshot_file(path: Path) -> Path:
+    """`path`, when it can be a snapshot: a regular file of at most MAX_SNAPSHOT bytes (a FIFO or /dev/zero
+    would block or never end)."""
+    import stat
+
+    from accelenv.fileio import kind_of
+
+    try:
+        info = path.stat()
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read the snapshot: {error.strerror}") from error
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path}: the snapshot is {kind_of(info.st_mode)}, not a regular file")
+    if info.st_size > MAX_SNAPSHOT:
+        raise UsageError(f"{path}: {info.st_size} bytes is too large for a snapshot (at most {MAX_SNAPSHOT})")
+    return path
+
+
 def sync_file(target: Path, text: str, *, check: bool, regenerate: str, out: TextIO) -> bool:
-    """Write `text` to `target` when it differs (or, with `check`, only say so). True when the file was stale."""
-    current = target.read_text(encoding="utf-8") if target.is_file() else None
+    """Write `text` to `target` when it differs (or, with `check`, only say so). True when the file was stale.
+    `target` must be a regular file or a new path."""
+    from accelenv.fileio import read_text_if_exists
+
+    current = read_text_if_exists(target, what="output file")
     if current == text:
         out.write(f"{target}: up to date\n")
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from accelenv.cli.common import Command, matrix_of, repo_of, sync_file
+from accelenv.cli.common import Command, matrix_of, repo_of, seconds, sync_file
 from accelenv.cli.output import dump_json
 from accelenv.errors import UsageError
 
@@ -52,7 +52,7 @@ def lock_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="exit 1 if a lock no longer matches the matrix (offline)")
     p.add_argument("--require-all", action="store_true", help="with --check: an unlocked environment fails too")
     p.add_argument("--force", action="store_true", help="resolve again even when the lock is current")
-    p.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per resolution (default %(default)gs)")
+    p.add_argument("--timeout", type=seconds, default=900.0, metavar="S", help="per resolution (default %(default)gs)")
     p.add_argument("--json", action="store_true", help="print one result per environment as JSON")
 
 
@@ -86,7 +86,7 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
             if not args.json:
                 out.write(f"{env.id:<24} not locked: {result.problem}\n")
             continue
-        write_atomic(lock_path(repo, env.id), result.text)
+        write_atomic(lock_path(repo, env.id), result.text, inside=repo)
         rows.append({"env": env.id, "state": "current", "problem": None})
         if not args.json:
             pins = sum(1 for line in result.text.splitlines() if "==" in line and not line.startswith((" ", "#")))
@@ -152,7 +152,13 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
 def ci_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("github", "buildkite"), default="github")
     p.add_argument("--tier", choices=("pr", "nightly", "release"), default="pr")
-    p.add_argument("--changed", nargs="*", metavar="FILE", help="changed files (repository-relative)")
+    p.add_argument(
+        "--changed",
+        nargs="*",
+        action="extend",
+        metavar="FILE",
+        help="changed files (repository-relative); repeatable: --changed=FILE keeps a name that starts with -",
+    )
     p.add_argument(
         "--base-matrix", metavar="PATH", help="the matrix before the change (e.g. git show main:matrix.toml)"
     )
@@ -187,8 +193,8 @@ COMMANDS = {
     "ci": Command(
         epilog="examples:\n  accelenv ci --format github --tier pr\n"
         "  git show origin/main:matrix.toml > /tmp/base-matrix.toml   # the matrix before the change\n"
-        "  accelenv ci --format github --changed $(git diff --name-only origin/main) \\\n"
-        "      --base-matrix /tmp/base-matrix.toml\n"
+        "  git diff -z --name-only origin/main | xargs -0 printf -- '--changed=%s\\0' \\\n"
+        "      | xargs -0 accelenv ci --format github --base-matrix /tmp/base-matrix.toml\n"
         "  accelenv ci --format buildkite --tier nightly | buildkite-agent pipeline upload\n\n"
         "Tiers nest: nightly includes the pr environments, release includes all. With --changed, only the\n"
         "environments the files affect; --base-matrix (matrix.toml as it was) narrows a matrix change to the\n"

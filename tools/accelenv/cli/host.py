@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from accelenv.cli.common import Command, host_options, host_report, matrix_of
+from accelenv.cli.common import Command, host_options, host_report, matrix_of, seconds
 from accelenv.cli.output import dump_json, findings, table
 from accelenv.matrix.load import find_matrix
 
@@ -118,7 +118,7 @@ def check_arguments(p: argparse.ArgumentParser) -> None:
         help="check every alive node of a Ray cluster (ADDRESS, $RAY_ADDRESS, or auto)",
     )
     p.add_argument(
-        "--ray-timeout", type=float, default=120.0, metavar="S", help="per cluster check (default %(default)gs)"
+        "--ray-timeout", type=seconds, default=120.0, metavar="S", help="per cluster check (default %(default)gs)"
     )
     p.add_argument("--jsonl", metavar="FILE", help="with --ray: one JSON line per node, for CI artefacts")
     p.add_argument(
@@ -171,6 +171,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
 def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextIO) -> int:
     from accelenv.cluster.ray import check_cluster, summary
     from accelenv.fileio import write_atomic
+    from accelenv.host.redact import redact_json
 
     matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
     family = matrix.envs[env_id].family
@@ -178,7 +179,8 @@ def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextI
     results = check_cluster(matrix_text, env_id, family, address=address, timeout=args.ray_timeout)
     cluster = summary(results)
     if args.jsonl:
-        write_atomic(Path(args.jsonl), "".join(json.dumps(r.as_json(), sort_keys=True) + "\n" for r in results))
+        lines = (json.dumps(redact_json(r.as_json()), sort_keys=True) + "\n" for r in results)
+        write_atomic(Path(args.jsonl), "".join(lines))
     if args.json:
         dump_json({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
     else:

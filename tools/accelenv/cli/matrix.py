@@ -257,16 +257,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.fileio import write_atomic
-    from accelenv.matrix.edit import add_entry, diff
+    from accelenv.matrix.edit import add_to_file, diff
 
     path = find_matrix(args.matrix)
-    old = path.read_text(encoding="utf-8")
-    new = add_entry(old, args.kind, args.id, args.assignments, args.template)
+    old, new = add_to_file(path, args.kind, args.id, args.assignments, args.template, dry_run=args.dry_run)
     if args.dry_run:
         out.write(diff(old, new, path.name))
         return 0
-    write_atomic(path, new)
     out.write(f"{path}: added {args.kind} {args.id}; run `accelenv render` (and `accelenv lock` for an env)\n")
     return 0
 

@@ -1,21 +1,99 @@
-"""How the command line prints: JSON for machines, tables that fit the terminal, one mark per check status."""
+"""How the command line prints: JSON for machines, tables that fit the terminal, one mark per check status.
+
+Everything a command prints goes through `SafeText`: secrets are redacted and control characters (ANSI escape
+sequences from a hostile matrix key or sysfs file) are shown as escapes, never sent to the terminal. JSON is
+redacted before it is serialised, so every string in it is clean too.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
+
+from accelenv.errors import AccelenvError
+from accelenv.host.redact import redact_json, redact_text, terminal_safe
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from accelenv.check.verdict import Finding
+
+
+class OutputFailedError(AccelenvError):
+    """Standard output (or error) cannot be written: the disk is full, the file is read-only, the stream is
+    closed. Whatever the command did besides printing is done."""
+
+
+class SafeText:
+    """A text stream in front of `target` that redacts secrets and neutralises control characters, a line at a
+    time (so a secret split over two writes is still seen whole). A failed write is an `OutputFailedError`
+    naming the stream; a closed pipe stays a `BrokenPipeError`, which the entry point ends quietly."""
+
+    def __init__(self, target: TextIO, name: str, *, quiet: bool = False) -> None:
+        self.target = target
+        self.name = name
+        self.quiet = quiet  # standard error: a failure there has nowhere to be told, so it is dropped
+        self._pending: list[str] = []
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        if "\n" not in text:
+            self._pending.append(text)
+            return len(text)
+        head, _, tail = text.rpartition("\n")
+        self._pending.append(head + "\n")
+        self._emit("".join(self._pending))
+        self._pending = [tail] if tail else []
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._emit("".join(self._pending))
+            self._pending = []
+        self._guard(self.target.flush)
+
+    def isatty(self) -> bool:
+        try:
+            return self.target.isatty()
+        except (AttributeError, ValueError, OSError):
+            return False
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    def _emit(self, text: str) -> None:
+        clean = terminal_safe(redact_text(text))
+        self._guard(lambda: self.target.write(clean))
+
+    def _guard(self, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except BrokenPipeError:
+            self.failed = True
+            if self.quiet:
+                return
+            raise
+        except (OSError, ValueError) as error:  # ValueError: "I/O operation on closed file"
+            self.failed = True
+            if self.quiet:
+                return
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise OutputFailedError(f"cannot write to {self.name}: {reason}") from error
+
+
+def safe_text(target: TextIO, name: str, *, quiet: bool = False) -> TextIO:
+    """`target` behind a `SafeText`, typed as the stream the commands write to."""
+    return cast("TextIO", SafeText(target, name, quiet=quiet))
+
 
 MARKS = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 """The four-letter mark of a check status (by its value), as `check` and `verify` print it."""
 
 
 def dump_json(data: object, out: TextIO) -> None:
-    """`data` as indented JSON and a newline, keys in the order given."""
-    json.dump(data, out, indent=2, sort_keys=False)
+    """`data` as indented JSON and a newline, keys in the order given; secrets redacted."""
+    json.dump(redact_json(data), out, indent=2, sort_keys=False)
     out.write("\n")
 
 

@@ -105,7 +105,8 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
 
     import requests
 
-    from accelenv.fileio import write_atomic
+    from accelenv.errors import WriteFailedError
+    from accelenv.fileio import read_text, update_text, write_atomic
     from accelenv.matrix.edit import diff
     from accelenv.matrix.load import load_matrix
     from accelenv.upstream.indexes import IndexClient
@@ -114,7 +115,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.upstream.settings import read_index_settings
 
     path = find_matrix(args.matrix)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what="matrix")
     matrix = load_matrix(path, use_cache=False)
     settings = read_index_settings(os.environ)
     with requests.Session() as session:
@@ -145,7 +146,15 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
             locked, more = _relock(plan.text, path, plan.envs, args.timeout)
             unlocked.update(more)
     if plan.changes:
-        write_atomic(path, plan.text)
+
+        def replace(current: str) -> str:  # the indexes took a while: an edit made meanwhile is not overwritten
+            if current != text:
+                raise WriteFailedError(
+                    f"{path}: changed while refresh asked the indexes; nothing was written: run accelenv refresh again"
+                )
+            return plan.text
+
+        update_text(path, replace, what="matrix")
         for env_id, lock_text in locked:
             from accelenv.plan.lock import lock_path
 

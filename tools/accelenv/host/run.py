@@ -7,6 +7,7 @@ a failed or skipped check instead of crashing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 DEFAULT_TIMEOUT = 10.0
-MAX_OUTPUT = 8 * 1024 * 1024
+MAX_OUTPUT = 8 * 1024 * 1024  # per stream: a tool that prints more is stopped, not read to the end
+_POLL = 0.2  # seconds between checks whether the tool has exited
+_DRAIN = 0.5  # seconds to keep reading after the tool exited (a child may still hold its pipes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,26 +109,29 @@ class ToolRunner:
             return result(None, "", "", f"{argv[0]} not found on PATH")
         env = {**os.environ, "PATH": self.path, "LC_ALL": "C"}
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 [exe, *argv[1:]],
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
-                env=env,
                 stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # its own process group: a timeout ends the tool and its children
             )
-        except subprocess.TimeoutExpired as error:
-            out = _text(error.stdout)
-            return result(None, out, _text(error.stderr), f"{argv[0]} did not finish within {self.timeout:g} s")
         except PermissionError as error:
             return result(None, "", "", f"{argv[0]} is not permitted to run: {error.strerror}")
         except OSError as error:
             return result(None, "", "", f"{argv[0]} could not be started: {error.strerror or error}")
-        out, err = _text(proc.stdout), _text(proc.stderr)
-        if proc.returncode != 0:
+        captured = _capture(proc, self.timeout)
+        out, err = _text(captured.stdout), _text(captured.stderr)
+        if captured.overflow:
+            return result(None, out, err, f"{argv[0]} printed more than {MAX_OUTPUT // 2**20} MiB; stopped it")
+        if captured.timed_out:
+            return result(None, out, err, f"{argv[0]} did not finish within {self.timeout:g} s")
+        code = proc.returncode
+        if code != 0:
             detail = (err or out).strip().splitlines()
             reason = f": {detail[-1][:200]}" if detail else ""
-            return result(proc.returncode, out, err, f"{argv[0]} exited with status {proc.returncode}{reason}")
+            return result(code, out, err, f"{argv[0]} exited with status {code}{reason}")
         return result(0, out, err, None)
 
     def run_all(self, commands: Sequence[Sequence[str]]) -> list[ToolResult]:
@@ -140,9 +146,80 @@ class ToolRunner:
             return list(pool.map(self.run, commands))
 
 
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    if isinstance(data, str):
-        return data[:MAX_OUTPUT]
+def _text(data: bytes) -> str:
     return data[:MAX_OUTPUT].decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Captured:
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    overflow: bool
+
+
+def _capture(proc: subprocess.Popen[bytes], timeout: float) -> _Captured:
+    """Read the tool's output as it comes, at most MAX_OUTPUT bytes a stream, until both streams close or
+    `timeout` passes. A tool that runs out of time or prints too much is killed with its whole process group
+    (children that hold the pipes too), and so are children still holding the pipes after the tool exited."""
+    import selectors
+
+    deadline = time.monotonic() + timeout
+    buffers = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    timed_out = overflow = False
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        for stream in buffers:
+            if stream is not None:
+                os.set_blocking(stream.fileno(), False)
+                selector.register(stream, selectors.EVENT_READ)
+        while selector.get_map() and not overflow:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _DRAIN:
+                break  # the tool is gone; whatever still holds its pipes is left over
+            for key, _ in selector.select(min(deadline - now, _POLL)):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                buffer = buffers[key.fileobj]  # type: ignore[index]
+                buffer += chunk
+                overflow = overflow or len(buffer) > MAX_OUTPUT
+        finished = not selector.get_map()
+    if overflow or timed_out or not finished:
+        _kill_group(proc)
+    elif not _exits_by(proc, deadline):  # it closed its output but runs on
+        _kill_group(proc)
+        timed_out = True
+    for stream in buffers:
+        if stream is not None:
+            stream.close()
+    return _Captured(
+        stdout=bytes(buffers[proc.stdout]), stderr=bytes(buffers[proc.stderr]), timed_out=timed_out, overflow=overflow
+    )
+
+
+def _exits_by(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """End the tool's process group (the tool and every child it started), then reap the tool."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)

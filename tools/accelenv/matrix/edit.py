@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import copy
 import difflib
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 import tomlkit
 import tomlkit.exceptions
 
 from accelenv.errors import MatrixInvalidError, UsageError
 from accelenv.matrix import validate_text
+from accelenv.matrix.problems import Problem
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SECTIONS = {"sku": "skus", "runtime": "runtimes", "env": "envs", "family": "families", "os": "os", "source": "sources"}
 
@@ -30,11 +35,24 @@ def parse_value(text: str) -> Any:
 def _assign(table: Any, dotted: str, value: Any) -> None:
     *parents, last = dotted.split(".")
     node = table
-    for part in parents:
+    for depth, part in enumerate(parents):
         if part not in node:
             node[part] = tomlkit.table()
         node = node[part]
+        if not isinstance(node, dict):  # tomlkit tables (and inline tables) are dicts
+            reached = ".".join(parents[: depth + 1])
+            raise UsageError(
+                f"{dotted}: {reached} is a {_toml_kind(node)}, not a table, so it has no key {last!r}; "
+                f"set {reached} itself (e.g. {reached}=...)"
+            )
     node[last] = value
+
+
+def _toml_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    kinds = ((str, "string"), (int, "integer"), (float, "number"), (list, "list"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
 
 
 def _header(section: str, entry_id: str) -> str:
@@ -60,10 +78,32 @@ def _insertion_point(lines: list[str], section: str) -> int:
     return end
 
 
-def add_entry(text: str, kind: str, entry_id: str, assignments: list[str], template: str | None) -> str:
-    """The matrix text with the new entry; raises UsageError or MatrixInvalidError (nothing written)."""
+def add_to_file(
+    path: Path, kind: str, entry_id: str, assignments: list[str], template: str | None, *, dry_run: bool
+) -> tuple[str, str]:
+    """(old text, new text) of the matrix at `path` with the new entry. Unless `dry_run`, written: under the
+    matrix folder's lock, through a symlinked matrix.toml to its target, and only if nobody changed the file
+    meanwhile (another `add`, a `pin`, an editor)."""
+    from accelenv.fileio import read_text, update_text
+
+    if dry_run:
+        old = read_text(path, what="matrix")
+        return old, add_entry(old, kind, entry_id, assignments, template, source=str(path))
+    return update_text(
+        path, lambda old: add_entry(old, kind, entry_id, assignments, template, source=str(path)), what="matrix"
+    )
+
+
+def add_entry(
+    text: str, kind: str, entry_id: str, assignments: list[str], template: str | None, *, source: str = "matrix.toml"
+) -> str:
+    """The matrix text with the new entry; raises UsageError or MatrixInvalidError (nothing written). The text
+    keeps its line endings (CRLF stays CRLF)."""
     section = SECTIONS[kind]
-    document = tomlkit.parse(text)
+    _check_id(kind, entry_id)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    text = text.replace("\r\n", "\n")
+    document = _parse(text, source)
     existing = document.get(section, {})
     if entry_id in existing:
         raise UsageError(f"{section}.{entry_id} already exists; edit it in matrix.toml or choose another id")
@@ -89,10 +129,35 @@ def add_entry(text: str, kind: str, entry_id: str, assignments: list[str], templ
     block = _render(section, entry_id, table).splitlines()
     new_lines = [*lines[:at], "", *block, *lines[at:]] if at < len(lines) else [*lines, "", *block]
     new_text = "\n".join(new_lines) + "\n"
-    validation = validate_text(new_text, source="matrix.toml")
+    validation = validate_text(new_text, source=source)
     if any(p.is_error for p in validation.problems):
-        raise MatrixInvalidError("matrix.toml with the new entry (nothing written)", validation.problems)
-    return new_text
+        raise MatrixInvalidError(f"{source} with the new entry (nothing written)", validation.problems)
+    return new_text.replace("\n", newline)
+
+
+def _check_id(kind: str, entry_id: str) -> None:
+    from accelenv.matrix.schema import ID, OS_LABEL
+
+    pattern, hint = (
+        (OS_LABEL, "an OS label such as ubuntu24.04") if kind == "os" else (ID, "lower-case letters, digits and dashes")
+    )
+    if not re.fullmatch(pattern, entry_id):
+        raise UsageError(f"{entry_id!r} is not a valid {kind} id: expected {hint}")
+
+
+def _parse(text: str, source: str) -> Any:
+    """The tomlkit document of the matrix, or every problem with it (as `validate` reports them)."""
+    if text.startswith("\ufeff"):
+        raise UsageError(
+            f"{source} starts with a byte-order mark (BOM); TOML files are UTF-8 without one: save it without"
+        )
+    try:
+        return tomlkit.parse(text)
+    except (tomlkit.exceptions.TOMLKitError, RecursionError) as error:
+        problems = tuple(p for p in validate_text(text, source=source).problems if p.is_error)
+        if not problems:
+            problems = (Problem(path="", message=f"accelenv cannot edit it: {error}", rule="toml"),)
+        raise MatrixInvalidError(source, problems) from error
 
 
 def diff(old: str, new: str, path: str) -> str:

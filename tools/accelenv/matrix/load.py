@@ -96,6 +96,9 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
         message = _TOML_POSITION.sub("", message).strip()
         problem = Problem(path="", message=f"not valid TOML: {message}", line=line, rule="toml")
         return Validation(source=source, matrix=None, problems=(problem,))
+    except RecursionError:  # tomllib recurses per nesting level: `a = [[[[...` a few hundred deep
+        problem = Problem(path="", message="not valid TOML: values nested too deeply to read", rule="toml")
+        return Validation(source=source, matrix=None, problems=(problem,))
     from accelenv.matrix.rules import check_rules
     from accelenv.matrix.schema import schema_errors  # jsonschema is the slowest import; only validation needs it
 
@@ -186,7 +189,7 @@ def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
     try:
         document = tomllib.loads(text)
         matrix, problems = _build(document, set(), source, check_requirements=False)
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, RecursionError) as error:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(source, (problem,)) from error
     if problems:

@@ -51,8 +51,16 @@ def dotted(parts: tuple[str | int, ...] | list[str | int]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else part
+            key = part if part.isprintable() and '"' not in part else _quoted(part)  # a newline would split lines
+            out += f".{key}" if out else key
     return out
+
+
+def _quoted(key: str) -> str:
+    """A key with control characters, quoted and escaped as a TOML basic string (`"cpu-evil\\n"`)."""
+    import json
+
+    return json.dumps(key)
 
 
 def suggest(wrong: str, known: Iterable[str]) -> str | None:

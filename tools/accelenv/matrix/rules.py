@@ -138,6 +138,11 @@ def same_family(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
 
 
 def _compiled(pattern: str) -> re.Pattern[str] | None:
+    """The pattern, unless it is invalid or could backtrack catastrophically (then it is never run)."""
+    from accelenv.matrix.regexes import backtracking_risk
+
+    if backtracking_risk(pattern):
+        return None
     try:
         return re.compile(pattern)
     except re.error:
@@ -146,8 +151,17 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
 
 @rule
 def architecture_names(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    from accelenv.matrix.regexes import backtracking_risk
+
     for family in m.families.values():
-        if _compiled(family.arch_pattern) is None:
+        if risk := backtracking_risk(family.arch_pattern):
+            yield Finding(
+                path=("families", family.id, "arch_pattern"),
+                message=f"{family.arch_pattern!r} could take exponential time to match ({risk}); "
+                "write each repetition once, without nesting, e.g. sm_[0-9]{2,3}",
+                rule="architecture",
+            )
+        elif _compiled(family.arch_pattern) is None:
             yield Finding(
                 path=("families", family.id, "arch_pattern"),
                 message=f"{family.arch_pattern!r} is not a valid regular expression",

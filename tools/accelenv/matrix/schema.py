@@ -13,13 +13,17 @@ chase one document through several.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
 from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.matrix.problems import suggest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 SCHEMA_ID = "https://accelenv.dev/schema/matrix.schema.json"
 SCHEMA_VERSION = 1
@@ -34,8 +38,12 @@ ENV_VAR = r"^[A-Z][A-Z0-9_]*$"
 TOOL = r"^[a-z0-9][a-z0-9_.-]*$"
 DEVICE_NODE = r"^/dev/[A-Za-z0-9_*?/\[\]-]+$"
 PRODUCT_NAME = r"^[A-Za-z0-9*?](?:[A-Za-z0-9 ._()/+*?-]*[A-Za-z0-9*?)])?$"
-TEXT_LINE = r"^[^\x00-\x1f\x7f]+$"
-TEXT_BLOCK = r"^[^\x00-\x09\x0b-\x1f\x7f]*$"
+# No pattern admits a line break: besides the control characters (C0, DEL, C1), the Unicode line and paragraph
+# separators and the bidirectional overrides (text that reads differently than it runs) are refused. Only
+# TEXT_BLOCK (notes for readers, which end up in no Dockerfile or shell) allows a newline.
+_NOT_TEXT = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+TEXT_LINE = rf"^[^{_NOT_TEXT}]+$"
+TEXT_BLOCK = r"^[^\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
 OS_LABEL = r"^[a-z]+[0-9][0-9.]*$"
 PYTHON = r"^3\.[0-9]{1,2}$"
 URL = (
@@ -50,8 +58,8 @@ REQUIREMENT = (
     r"(?:(?:===?|~=|!=|>=|<=|>|<)[A-Za-z0-9.*+!_-]+(?:,(?:===?|~=|!=|>=|<=|>|<)[A-Za-z0-9.*+!_-]+)*)?$"
 )
 TEST_PATH = r"^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_./:-]*$"
-REGEX_TEXT = r"^[^\x00-\x1f\x7f]+$"
-ARCH = r"^[a-z0-9][a-z0-9_.-]*$"
+REGEX_TEXT = rf"^[^{_NOT_TEXT}]{{1,200}}$"
+ARCH = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 WHEEL_TAG = r"^[a-z][a-z0-9.]*$"
 WHEEL_TAG_FORMAT = r"^[a-z0-9.]*(?:\{(?:major|minor|patch)\}[a-z0-9.]*)+$"
 
@@ -532,8 +540,29 @@ def schema_text() -> str:
 def _validator() -> jsonschema.protocols.Validator:
     # The schema itself is checked against the 2020-12 metaschema by the tests, not on every run (it costs more
     # than validating the matrix).
-    cls = jsonschema.validators.validator_for(matrix_schema())
-    return cls(matrix_schema())
+    return strict_validator(matrix_schema())
+
+
+def strict_validator(schema: Json) -> jsonschema.protocols.Validator:
+    """A validator for `schema` whose `pattern` must match the whole string, as ECMA-262 (the schema's own
+    regex dialect) anchors it. jsonschema runs `re.search`, where `$` also matches before a final newline:
+    `^[a-z]+$` would accept "cpu-evil\n". Every schema accelenv validates with goes through here."""
+    base = jsonschema.validators.validator_for(schema)
+    cls = jsonschema.validators.extend(base, validators={"pattern": _whole_pattern})  # type: ignore[no-untyped-call]
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
+
+
+def _whole_pattern(
+    validator: jsonschema.protocols.Validator, pattern: str, instance: object, schema: Json
+) -> Iterator[jsonschema.ValidationError]:
+    if isinstance(instance, str) and not _compiled(pattern).fullmatch(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], str]:

@@ -67,10 +67,10 @@ def input_digest(env: Environment, glibc: str | None = None) -> str:
 
 
 def lock_state(repo: Path, env: Environment, glibc: str | None = None) -> LockState:
-    path = lock_path(repo, env.id)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+    from accelenv.fileio import read_text_if_exists
+
+    text = read_text_if_exists(lock_path(repo, env.id), what="lock file")  # a FIFO or device: a clear error
+    if text is None:
         return LockState.UNLOCKED
     match = _INPUT.search(text)
     return LockState.CURRENT if match and match.group(1) == input_digest(env, glibc) else LockState.STALE

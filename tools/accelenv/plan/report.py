@@ -54,9 +54,14 @@ def report_data(matrix: Matrix) -> dict[str, Any]:
     }
 
 
+def _md(text: str) -> str:
+    """Matrix text as Markdown that renders as that text: no raw HTML (`<`, `&` become entities), no cell break."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
-    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    out = ["| " + " | ".join(_md(h) for h in headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    out += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows]
     return out
 
 
@@ -122,7 +127,7 @@ def markdown(matrix: Matrix) -> str:
         skus = [s for s in matrix.skus.values() if s.family == family.id]
         if not envs or not skus:
             continue
-        lines += [f"### {family.name}", ""]
+        lines += [f"### {_md(family.name)}", ""]
         rows = []
         for sku in skus:
             cells = []
@@ -192,5 +197,11 @@ def html_page(matrix: Matrix) -> str:
         f'<option value="{html.escape(s.id)}">{html.escape(s.name)} ({html.escape(s.arch)})</option>'
         for s in matrix.skus.values()
     )
-    data = json.dumps(report_data(matrix), sort_keys=True).replace("</", "<\\/")
-    return PAGE.format(header=HEADER, options=options, data=data)
+    return PAGE.format(header=HEADER, options=options, data=script_json(report_data(matrix)))
+
+
+def script_json(data: object) -> str:
+    """JSON to embed in a <script> element: `<`, `>` and `&` as \\u escapes, so no value can close the element
+    or open a comment (`</script>`, `<!--<script>`), whatever the matrix says."""
+    text = json.dumps(data, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

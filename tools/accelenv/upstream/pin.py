@@ -9,13 +9,14 @@ layout stay, and the whole file is validated before it is written atomically.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import tomlkit
+import tomlkit.exceptions
 
-from accelenv.fileio import write_atomic
 from accelenv.matrix import validate_text
 
 if TYPE_CHECKING:
@@ -34,7 +35,9 @@ MANIFEST_TYPES = ", ".join(
     ]
 )
 DOCKER_HUB = "registry-1.docker.io"
-DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # matched whole (fullmatch)
+MAX_MANIFEST = 4 * 1024 * 1024  # the OCI distribution spec lets registries refuse manifests over 4 MiB
+MAX_TOKEN_ANSWER = 64 * 1024
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -83,10 +86,14 @@ def resolve_digest(session: Session, image: ImageName, *, timeout: float = 10.0)
             response = session.request("HEAD", url, headers=headers, timeout=timeout)
         digest = response.headers.get("Docker-Content-Digest")
         if response.status_code == 200 and not digest:  # some registries answer HEAD without it
-            response = session.request("GET", url, headers=headers, timeout=timeout)
-            digest = response.headers.get("Docker-Content-Digest") or (
-                "sha256:" + hashlib.sha256(response.content).hexdigest() if response.status_code == 200 else None
-            )
+            response = session.request("GET", url, headers=headers, timeout=timeout, stream=True)
+            digest = response.headers.get("Docker-Content-Digest")
+            if response.status_code == 200 and not digest:
+                body = _bounded_body(response, MAX_MANIFEST)
+                if body is None:
+                    return None, f"{image.registry} answered with a manifest over {MAX_MANIFEST // 2**20} MiB"
+                digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            response.close()
     except requests.Timeout:
         return None, f"{image.registry} did not answer within {timeout:g} s"
     except requests.RequestException as error:
@@ -96,7 +103,7 @@ def resolve_digest(session: Session, image: ImageName, *, timeout: float = 10.0)
 
 def _outcome(response: Any, digest: str | None, image: ImageName) -> tuple[str | None, str | None]:
     status = response.status_code
-    if status == 200 and digest and DIGEST.match(digest):
+    if status == 200 and digest and DIGEST.fullmatch(digest):
         return digest, None
     if status == 200:
         return None, f"{image.registry} answered without a sha256 digest ({digest!r})"
@@ -122,14 +129,34 @@ def _token(session: Session, challenge: str, image: ImageName, timeout: float) -
     if not realm:
         return None, f"{image.registry} sent a token challenge without a realm"
     params.setdefault("scope", f"repository:{image.repository}:pull")
-    response = session.get(realm, params=params, timeout=timeout)
+    response = session.get(realm, params=params, timeout=timeout, stream=True)
+    service = f"the token service of {image.registry}"
     if response.status_code != 200:
-        return None, f"the token service of {image.registry} answered {response.status_code}"
-    data = response.json()
-    token = data.get("token") or data.get("access_token")
-    if not token:
-        return None, f"the token service of {image.registry} returned no token"
-    return str(token), None
+        return None, f"{service} answered {response.status_code}"
+    body = _bounded_body(response, MAX_TOKEN_ANSWER)
+    if body is None:
+        return None, f"{service} answered with more than {MAX_TOKEN_ANSWER // 1024} KiB"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None, f"{service} answered something that is not JSON"
+    token = (data.get("token") or data.get("access_token")) if isinstance(data, dict) else None
+    if not isinstance(token, str) or not token:
+        return None, f"{service} returned no token (expected a JSON object with a 'token' string)"
+    return token, None
+
+
+def _bounded_body(response: Any, limit: int) -> bytes | None:
+    """The body of a streamed response, read while it comes; None once it passes `limit` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_content(chunk_size=65536):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            response.close()
+            return None
+    return b"".join(chunks)
 
 
 # ---------------------------------------------------------------------------------------------------- plan
@@ -163,9 +190,10 @@ class PinResult:
 def pin(
     matrix: Matrix, path: Path, session: Session, *, runtimes: list[str] | None, check: bool, refresh: bool
 ) -> list[PinResult]:
-    """Pin (or with `check`, compare) every base image in scope; write the matrix once, validated, atomically."""
+    """Pin (or with `check`, compare) every base image in scope. The registries are asked first, without holding
+    anything; then the matrix is read again under its lock, the digests go into that text (an entry someone
+    changed meanwhile is left alone and reported), and it is written once, validated, atomically."""
     results = []
-    document = tomlkit.parse(path.read_text(encoding="utf-8"))
     for runtime_id, os_label, image, current in targets(matrix, runtimes):
         name = f"{image.registry}/{image.repository}:{image.tag}"
         if current and not check and not refresh:
@@ -187,15 +215,57 @@ def pin(
             results.append(PinResult(runtime=runtime_id, os=os_label, image=name, state=state, digest=digest,
                                      previous=current, message=message))  # fmt: skip
             continue
-        document["runtimes"][runtime_id]["base_images"][os_label]["digest"] = digest
         state = "unchanged" if current == digest else "pinned"
         results.append(PinResult(runtime=runtime_id, os=os_label, image=name, state=state, digest=digest,
                                  previous=current, message="pinned by digest"))  # fmt: skip
     if not check and any(r.state == "pinned" for r in results):
-        text = tomlkit.dumps(document)
-        validation = validate_text(text, source=str(path))
-        errors = [p.render(str(path)) for p in validation.problems if p.is_error]
-        if errors:  # never write a matrix that would not validate
-            raise ValueError("the pinned matrix would not validate: " + "; ".join(errors[:3]))
-        write_atomic(path, text)
+        from accelenv.fileio import update_text
+
+        wanted = {(r.runtime, r.os): r for r in results if r.state == "pinned"}
+        moved: list[tuple[str, str]] = []
+        update_text(path, lambda text: _with_digests(text, str(path), wanted, moved), what="matrix")
+        results = [_changed_meanwhile(r) if (r.runtime, r.os) in moved else r for r in results]
     return results
+
+
+def _with_digests(
+    text: str, source: str, wanted: dict[tuple[str, str], PinResult], moved: list[tuple[str, str]]
+) -> str:
+    """`text` (the matrix as it is now) with the digests of `wanted` written in, validated. An image whose entry
+    changed since the registries were asked (another repository or tag, or gone) is left out, into `moved`."""
+    try:
+        document = tomlkit.parse(text)
+    except (tomlkit.exceptions.TOMLKitError, RecursionError) as error:
+        raise ValueError(f"{source} no longer parses ({error}); nothing written: fix it and run pin again") from error
+    for (runtime_id, os_label), result in wanted.items():
+        entry = document.get("runtimes", {}).get(runtime_id, {}).get("base_images", {}).get(os_label)
+        if entry is None or _name_of(entry) != result.image:
+            moved.append((runtime_id, os_label))
+            continue
+        entry["digest"] = result.digest
+    new = tomlkit.dumps(document)
+    validation = validate_text(new, source=source)
+    errors = [p.render(source) for p in validation.problems if p.is_error]
+    if errors:  # never write a matrix that would not validate
+        raise ValueError("the pinned matrix would not validate: " + "; ".join(errors[:3]))
+    return new
+
+
+def _name_of(entry: Any) -> str | None:
+    repository, tag = entry.get("repository"), entry.get("tag")
+    if not isinstance(repository, str) or not isinstance(tag, str):
+        return None
+    image = parse_reference(repository, tag)
+    return f"{image.registry}/{image.repository}:{image.tag}"
+
+
+def _changed_meanwhile(result: PinResult) -> PinResult:
+    return PinResult(
+        runtime=result.runtime,
+        os=result.os,
+        image=result.image,
+        state="error",
+        digest=None,
+        previous=result.previous,
+        message="its entry in the matrix changed while the registry was asked; nothing written: run pin again",
+    )

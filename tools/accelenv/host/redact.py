@@ -1,0 +1,111 @@
+"""Secrets never leave the machine: what accelenv saves or prints passes through here first.
+
+Tools echo their environment, credentialed URLs and tokens into their output, and a snapshot keeps that output
+verbatim. `redact_text` replaces, by pattern:
+- the password of a `scheme://user:password@host` URL;
+- the value of an assignment (`NAME=value`, `NAME: value`, `"NAME": "value"`) whose name says it holds a
+  secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH ...);
+- tokens of well-known shapes (GitHub, Hugging Face, AWS access key ids, Slack, GitLab, PyPI, npm, Google,
+  OpenAI-style `sk-`, JWTs, `Bearer ...`, PEM private keys),
+with `<redacted>`. `redact_json` does it to every string of a JSON document, and to the whole value of a key
+whose name says it holds a secret. The replacements keep JSON text valid: no pattern swallows a quote or a
+backslash.
+
+`terminal_safe` makes text safe to print: control characters (ANSI escape sequences, carriage returns, C1
+codes) and bidirectional overrides are shown as escapes (`\\x1b`) instead of acting on the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+
+REDACTED = "<redacted>"
+
+_NAME_WORDS = r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH|AUTHORIZATION|COOKIE)"
+_NAME_ENDINGS = (
+    r"(?i:token|secret|passw(?:or)?d|passphrase|credentials?|authorization|cookie"
+    r"|(?:api|access|private|secret|signing|auth|ssh)[_-]?key|auth[_-]?token)s?"
+)
+# A name that says it holds a secret: the word as a part of an UPPER_SNAKE name (HF_TOKEN, AWS_SECRET_ACCESS_KEY;
+# MONKEY is a false alarm worth having), or another name ending in such a word (password, api_key, apiToken).
+# A bare "key" or "auth" is prose ("not a valid key: expected ...", "KEY=VALUE"), not a secret's name.
+SECRET_NAME = re.compile(
+    rf"\A(?!(?:KEY|AUTH)\Z)(?:[A-Z0-9_.-]*{_NAME_WORDS}[A-Z0-9_.-]*|[A-Za-z0-9_.-]*{_NAME_ENDINGS})\Z"
+)
+# Every pattern below is linear in the text: names and URL parts are bounded, and a name starts only where a run
+# of name characters starts (a hostile tool's megabytes of output must not make redaction slow).
+_VALUE = r"(?!<redacted>)[^\s\"'\\]+"
+_ASSIGNMENT = re.compile(
+    r"(?P<name>(?<![A-Za-z0-9_./-])[A-Za-z_][A-Za-z0-9_.-]{0,120})"  # after a /, a path: /etc/passwd: ...
+    r"(?P<sep>[\"']?[ \t]*[=:][ \t]*[\"']?(?:(?:Bearer|Basic|Digest|Token)[ \t]+)?)"
+    rf"(?P<value>{_VALUE})"
+)
+_URL_PASSWORD = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/@:\"'\\]{0,256}:)(?!<redacted>@)[^\s/@\"'\\]{1,256}(?P<at>@)"
+)
+_SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
+_BEARER = re.compile(r"(?P<head>\bBearer[ \t]+)(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_TOKEN_SHAPES = re.compile(
+    "|".join(
+        (
+            r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
+            r"\bgithub_pat_[A-Za-z0-9_]{30,}",
+            r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+            r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",  # AWS access key ids
+            r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # Slack
+            r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab
+            r"\bpypi-[A-Za-z0-9_-]{50,}",  # PyPI
+            r"\bnpm_[A-Za-z0-9]{36}\b",  # npm
+            r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API keys
+            r"\bya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access tokens
+            r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic style keys
+            r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
+            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[^-]*-----END[A-Z ]{0,40}PRIVATE KEY-----",
+        )
+    )
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def redact_text(text: str) -> str:
+    """`text` with every secret the patterns recognise replaced by `<redacted>`."""
+    if not text:
+        return text
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    return _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+
+
+def _assignment(match: re.Match[str]) -> str:
+    if not SECRET_NAME.match(match["name"]) or match["value"].lower() in _SCHEMES:
+        return match[0]  # not a secret's name, or `Authorization: Bearer <redacted>` already done
+    return match["name"] + match["sep"] + REDACTED
+
+
+def redact_json(data: object) -> object:
+    """A copy of a JSON document with every string redacted, and the value of every key whose name says it
+    holds a secret replaced whole."""
+    if isinstance(data, str):
+        return redact_text(data)
+    if isinstance(data, dict):
+        return {key: _redact_entry(str(key), value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [redact_json(item) for item in data]
+    return data
+
+
+def _redact_entry(key: str, value: object) -> object:
+    if SECRET_NAME.match(key) and isinstance(value, str | int | float) and not isinstance(value, bool):
+        return REDACTED
+    return redact_json(value)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with control characters (other than newline and tab) shown as escapes, not sent to the terminal."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
