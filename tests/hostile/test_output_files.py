@@ -125,36 +125,30 @@ def test_standard_output_on_a_full_device(matrix: Path, tmp_path: Path) -> None:
 
 def test_closed_standard_output(matrix: Path) -> None:
     """`accelenv list >&-`: a usage error, not an AttributeError."""
-    import sys
-
-    from hostilekit import REPO
-
-    result = subprocess.run(
-        ["/bin/sh", "-c", f'"{sys.executable}" -m accelenv --matrix "{matrix}" list >&-'],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-        timeout=60,
-        check=False,
-    )
+    result = in_shell(f'{{accelenv}} --matrix "{matrix}" list >&-')
     assert_clean_error(result, code=2, says="standard output is closed")
 
 
 def test_standard_output_closed_by_the_reader(matrix: Path) -> None:
     """`accelenv list | head -1`: the reader goes away; accelenv ends quietly."""
+    result = in_shell(f'{{accelenv}} --matrix "{matrix}" list --json | head -c 1 >/dev/null')
+    assert result.stderr == ""
+
+
+def in_shell(script: str) -> subprocess.CompletedProcess[str]:
+    """Run `script` in /bin/sh with `{accelenv}` standing for this checkout's accelenv."""
     import sys
 
     from hostilekit import REPO
 
-    result = subprocess.run(
-        ["/bin/sh", "-c", f'"{sys.executable}" -m accelenv --matrix "{matrix}" list --json | head -c 1 >/dev/null'],
+    return subprocess.run(
+        ["/bin/sh", "-c", script.format(accelenv=f'"{sys.executable}" -m accelenv')],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
         timeout=60,
         check=False,
     )
-    assert result.stderr == ""
 
 
 def test_write_failures_are_accelenv_errors(tmp_path: Path) -> None:

@@ -50,15 +50,7 @@ QUERY_FIELDS: tuple[str, ...] = (
 # compute_cap (nvidia-smi 470.182.03 answers `Field "compute_cap" is not a valid field to query.`, exit status 2,
 # huggingface/candle#733), so the architecture then comes from the PCI device id through the matrix. These fields
 # are the ones every driver since the R4xx branches knows.
-LEGACY_QUERY_FIELDS: tuple[str, ...] = (
-    "index",
-    "name",
-    "pci.bus_id",
-    "pci.device_id",
-    "uuid",
-    "memory.total",
-    "driver_version",
-)
+LEGACY_QUERY_FIELDS: tuple[str, ...] = tuple(f for f in QUERY_FIELDS if f not in {"compute_cap", "mig.mode.current"})
 
 # --query-gpu fields copied verbatim into DeviceFacts.extra (under the field's own name) when they hold a value.
 EXTRA_FIELDS: tuple[str, ...] = ("driver_version", "kmd_version", "mig.mode.current")
