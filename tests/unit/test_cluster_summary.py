@@ -73,3 +73,28 @@ def test_an_idle_node_that_died_during_the_check_is_dead_not_drained() -> None:
 
 def test_an_unknown_death_reason_is_named_by_its_number() -> None:
     assert _dead(ray_node("q", 9, "")).problems == ["Ray marks the node dead (reason 9)"]
+
+
+def test_the_text_verdict_names_dead_drained_and_what_differs() -> None:
+    """The lines under `check --ray`'s node table carry what the JSON has: dead among the unreachable, drained
+    nodes left out of the count, and each differing node's differences."""
+    from accelenv.cli.host import cluster_lines
+
+    results = [
+        node("a"),
+        node("b"),
+        node("c", pytest="fail"),
+        _dead(ray_node("x", 2, "health check failed")),
+        _dead(ray_node("z", 4, "idle for 60 s")),
+    ]
+    text = cluster_lines(summary(results), "gpu-nvidia-cu132")
+    assert text.splitlines() == [
+        (
+            "2 of 4 nodes conform to gpu-nvidia-cu132; 1 unreachable (1 dead); 1 differ from the majority; "
+            "1 drained, not counted"
+        ),
+        "  c: requirements.pytest: fail (majority: pass)",
+    ]
+    assert cluster_lines(summary([node("a")]), "cpu") == (
+        "1 of 1 nodes conform to cpu; 0 unreachable (0 dead); 0 differ from the majority\n"
+    )

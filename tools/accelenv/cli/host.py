@@ -9,7 +9,7 @@ import dataclasses
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from accelenv.cli.common import Command, host_options, host_report, matrix_of, seconds
 from accelenv.cli.output import dump_json, findings, table
@@ -168,12 +168,28 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if result["verdict"] == "fail" else 0
 
 
+def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
+    """The cluster verdict under the node table: counts (dead nodes among the unreachable, drained ones not
+    counted), then what sets each differing node apart from the majority."""
+    counts = [
+        f"{cluster['conforming']} of {cluster['nodes']} nodes conform to {env_id}",
+        f"{len(cluster['unreachable'])} unreachable ({len(cluster['dead'])} dead)",
+        f"{len(cluster['differ_from_majority'])} differ from the majority",
+    ]
+    if cluster["drained"]:
+        counts.append(f"{len(cluster['drained'])} drained, not counted")
+    lines = ["; ".join(counts)]
+    for node_id, differences in sorted(cluster["differences"].items()):
+        lines.append(f"  {node_id[:12]}: " + "; ".join(differences))
+    return "\n".join(lines) + "\n"
+
+
 def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextIO) -> int:
     from accelenv.cluster.ray import check_cluster, summary
-    from accelenv.fileio import write_atomic
+    from accelenv.fileio import read_text, write_atomic
     from accelenv.host.redact import redact_json
 
-    matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
+    matrix_text = read_text(find_matrix(args.matrix), what="matrix")
     family = matrix.envs[env_id].family
     address = None if args.ray == "auto" else args.ray
     results = check_cluster(matrix_text, env_id, family, address=address, timeout=args.ray_timeout)
@@ -197,11 +213,7 @@ def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextI
             for r in results
         ]
         table(rows, ["NODE", "ADDRESS", "VERDICT", "DEVICES", "RAY", "DRIVER", "FAILING"], out)
-        out.write(
-            f"{cluster['conforming']} of {cluster['nodes']} nodes conform to {env_id}; "
-            f"{len(cluster['unreachable'])} unreachable; "
-            f"{len(cluster['differ_from_majority'])} differ from the majority\n"
-        )
+        out.write(cluster_lines(cluster, env_id))
     return 0 if cluster["conforming"] == cluster["nodes"] else 1
 
 
