@@ -652,3 +652,18 @@ def test_release_sources_beyond_the_indexes(matrix: Matrix) -> None:
     torch = next(f for f in findings if f.kind == "framework")
     assert (torch.name, torch.current, torch.latest) == ("torch", "2.10.0", "2.15.0")
     assert "a CUDA 13.2.2 build" in torch.note
+
+
+@pytest.mark.parametrize("fetch", ["json", "text"])
+def test_every_get_names_a_rate_limit_and_a_failed_connection_alike(fetch: str) -> None:
+    """The manifest, README and summary fetches answer as the release lookup does: one GET path for all."""
+    from accelenv.upstream.indexes import IndexClient
+
+    url = "https://example.org/manifest"
+    limited = IndexClient(FakeSession({url: FakeResponse(429, "slow down", {"Retry-After": "30"})}))
+    assert getattr(limited, fetch)(url).message == (
+        f"GET {url} was rate limited (HTTP 429); the index asks to retry after 30 s"
+    )
+    down = IndexClient(FakeSession({url: ConnectionError("connection refused")}))
+    assert getattr(down, fetch)(url).message == f"GET {url} failed: connection refused"
+    assert getattr(IndexClient(FakeSession({})), fetch)(url).message == f"GET {url} answered HTTP 404"

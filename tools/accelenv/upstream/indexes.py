@@ -192,19 +192,14 @@ class IndexClient:
         headers = {"Accept": "application/json"} if pypi else {"Accept": _SIMPLE_ACCEPT}
         if index.startswith("file:"):
             return _local_index(index, project)
-        try:
-            response = self.session.get(url, headers=headers, timeout=self.timeout)
-        except OSError as error:  # requests' ConnectionError and Timeout are OSErrors too
-            return _Failure(f"GET {url} failed: {short_reason(error)}")
+        response = self._get(url, headers["Accept"])
+        if isinstance(response, _Failure):
+            return response
         status = response.status_code
         if status == 404 or (status == 403 and urlsplit(index).hostname in _FORBIDDEN_MEANS_MISSING):
             return None
-        if status == 429:
-            wait = response.headers.get("Retry-After")
-            after = f"; the index asks to retry after {wait} s" if wait else ""
-            return _Failure(f"GET {url} was rate limited (HTTP 429){after}")
         if status != 200:
-            return _Failure(f"GET {url} answered HTTP {status}")
+            return _status_failure(url, response)
         try:
             if pypi:
                 return parse_pypi_json(response.json(), index=index)
@@ -217,27 +212,42 @@ class IndexClient:
 
     def text(self, url: str) -> str | _Failure:
         """A text document from `url` (a README), or why it could not be had."""
-        try:
-            response = self.session.get(url, headers={"Accept": "text/plain, */*"}, timeout=self.timeout)
-        except OSError as error:
-            return _Failure(f"GET {url} failed: {short_reason(error)}")
+        response = self._get(url, "text/plain, */*")
+        if isinstance(response, _Failure):
+            return response
         if response.status_code != 200:
-            return _Failure(f"GET {url} answered HTTP {response.status_code}")
+            return _status_failure(url, response)
         return response.text
 
     def json(self, url: str) -> object | _Failure:
         """A JSON document from `url` (a release manifest, an API answer), or why it could not be had."""
-        try:
-            response = self.session.get(url, headers={"Accept": "application/json"}, timeout=self.timeout)
-        except OSError as error:
-            return _Failure(f"GET {url} failed: {short_reason(error)}")
+        response = self._get(url, "application/json")
+        if isinstance(response, _Failure):
+            return response
         if response.status_code != 200:
-            return _Failure(f"GET {url} answered HTTP {response.status_code}")
+            return _status_failure(url, response)
         try:
             data: object = response.json()
         except ValueError as error:
             return _Failure(f"GET {url} answered something unreadable: {short_reason(error)}")
         return data
+
+    def _get(self, url: str, accept: str) -> Response | _Failure:
+        """One GET with this client's timeout; a connection failure or timeout as a _Failure naming the URL."""
+        try:
+            return self.session.get(url, headers={"Accept": accept}, timeout=self.timeout)
+        except OSError as error:  # requests' ConnectionError and Timeout are OSErrors too
+            return _Failure(f"GET {url} failed: {short_reason(error)}")
+
+
+def _status_failure(url: str, response: Response) -> _Failure:
+    """Why a GET that answered something other than 200 gives nothing: a rate limit says when to retry."""
+    status = response.status_code
+    if status == 429:
+        wait = response.headers.get("Retry-After")
+        after = f"; the index asks to retry after {wait} s" if wait else ""
+        return _Failure(f"GET {url} was rate limited (HTTP 429){after}")
+    return _Failure(f"GET {url} answered HTTP {status}")
 
 
 _MAX_LOCAL_PAGE = 16 * 1024 * 1024
