@@ -52,6 +52,35 @@ def test_a_lock_file_that_is_a_fifo(matrix: Path) -> None:
     assert_clean_error(result, code=2, says="the lock file is a FIFO (named pipe), not a regular file")
 
 
+@pytest.mark.parametrize("how", ["--matrix", "ACCELENV_MATRIX"])
+def test_a_matrix_that_is_a_fifo(tmp_path: Path, how: str) -> None:
+    fifo = tmp_path / "matrix.toml"
+    os.mkfifo(fifo)
+    given = ["--matrix", str(fifo)] if how == "--matrix" else []
+    result = accelenv(*given, "validate", env={"ACCELENV_MATRIX": str(fifo)}, timeout=30)
+    assert_clean_error(result, code=2, says=": a FIFO (named pipe), not a file; pass the path of a matrix.toml")
+
+
+@pytest.mark.parametrize("cache", ["1", ""])
+def test_a_matrix_too_large_to_read_whole(tmp_path: Path, cache: str) -> None:
+    """Read through the same bounded reader with the parsed-matrix cache on (check) or off (validate)."""
+    from accelenv.fileio import MAX_TEXT
+
+    huge = tmp_path / "matrix.toml"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_TEXT + 1)  # sparse: no disk used
+    for command in (["validate"], ["check", "cpu-py311"]):
+        result = accelenv("--matrix", str(huge), *command, env={"ACCELENV_NO_CACHE": cache}, timeout=60)
+        assert_clean_error(result, code=2, says="the matrix is larger than")
+
+
+def test_a_snapshot_nested_past_the_parser(matrix: Path, tmp_path: Path) -> None:
+    deep = tmp_path / "snapshot.json"
+    deep.write_text("[" * 100_000, encoding="utf-8")
+    result = accelenv("--matrix", str(matrix), "check", "cpu-py311", "--snapshot", str(deep), timeout=30)
+    assert_clean_error(result, code=2, says="not a snapshot (not JSON: maximum recursion depth")
+
+
 # ---------------------------------------------------------------------------------------------------- tools
 
 

@@ -521,10 +521,10 @@ def test_a_validated_matrix_is_remembered_by_its_exact_text(tmp_path: Path, monk
     first = load_matrix(path)
     assert len(list((tmp_path / "cache" / "accelenv" / "validated").iterdir())) == 1
 
-    def no_validation(_: Path) -> Validation:
+    def no_validation(_: str, source: str = "") -> Validation:
         raise AssertionError("a remembered matrix is not validated again")
 
-    monkeypatch.setattr(accelenv.matrix.load, "validate_file", no_validation)
+    monkeypatch.setattr(accelenv.matrix.load, "validate_text", no_validation)
     assert load_matrix(path) == first
     # different text, no marker: validated again (and refused here, since validation is what is not wanted)
     path.write_text(SHIPPED + "\n", encoding="utf-8")

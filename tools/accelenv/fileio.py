@@ -15,7 +15,6 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,6 +108,8 @@ def write_atomic(path: Path, text: str, *, inside: Path | None = None) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(target)
+        import tempfile  # only writers need it; readers are on the start-up path of `check`
+
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=target.parent)
     except OSError as error:
         raise WriteFailedError(f"{path}: cannot write: {_reason(error)}; nothing was changed") from error

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from accelenv.cli.common import Command, matrix_of, repo_of
 from accelenv.cli.output import dump_json, findings
 from accelenv.errors import UsageError
+from accelenv.fileio import read_text
 from accelenv.matrix.load import find_matrix
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def _lock_text(repo: Path, env_id: str) -> str:
     path = lock_path(repo, env_id)
     if not path.is_file():
         raise UsageError(f"{env_id} has no lock ({path.relative_to(repo)}): run `accelenv lock {env_id}` first")
-    return path.read_text(encoding="utf-8")
+    return read_text(path, what="lock file")
 
 
 def _image_options(p: argparse.ArgumentParser) -> None:
@@ -61,7 +62,7 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
     envs = [get_env(matrix, e) for e in args.envs] if args.envs else list(matrix.envs.values())
     source = find_source()
     source_digest = source_hash(source)
-    matrix_text = find_matrix(args.matrix).read_text(encoding="utf-8")
+    matrix_text = read_text(find_matrix(args.matrix), what="matrix")
     plans, unbuildable = [], []
     for env in envs:
         state = lock_state(repo, env, glibc_of(matrix, env))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelenv import __version__
 from accelenv.errors import UsageError
-from accelenv.fileio import write_atomic
+from accelenv.fileio import read_text, write_atomic
 from accelenv.host.redact import redact_json
 from accelenv.host.report import HostReport
 
@@ -37,11 +37,10 @@ def save_snapshot(report: HostReport, path: Path) -> None:
 
 def load_snapshot(path: Path) -> HostReport:
     """The report inside a snapshot file; a clear usage error for anything else."""
+    text = read_text(path, what="snapshot")  # a FIFO, a device or an endless file is refused, not waited on
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read the snapshot: {error.strerror}") from error
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
         raise UsageError(f"{path}: not a snapshot (not JSON: {error})") from error
     form = data.get("accelenv_snapshot") if isinstance(data, dict) else None
     if not isinstance(data, dict) or type(form) is not int or form != SNAPSHOT_FORMAT:  # `true == 1` is no format

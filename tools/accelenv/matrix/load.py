@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from accelenv import __version__
-from accelenv.errors import MatrixInvalidError, MatrixNotFoundError
+from accelenv.errors import MatrixInvalidError, MatrixNotFoundError, UsageError
+from accelenv.fileio import kind_of, read_bytes
 from accelenv.matrix.locate import LineIndex
 from accelenv.matrix.model import (
     CiTier,
@@ -70,7 +71,8 @@ def find_matrix(explicit: str | None = None, start: Path | None = None) -> Path:
         path = Path(given)
         if not path.is_file():
             origin = "" if explicit else f" (from ${MATRIX_ENV_VAR})"
-            raise MatrixNotFoundError(f"{path}{origin}: no such file; pass the path of a matrix.toml")
+            what = "no such file" if not path.exists() else f"{kind_of(path.stat().st_mode)}, not a file"
+            raise MatrixNotFoundError(f"{path}{origin}: {what}; pass the path of a matrix.toml")
         return path
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -131,13 +133,19 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
 
 def validate_file(path: Path) -> Validation:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bytes(path, what="matrix")
+    except UsageError as error:  # cannot be read, not a regular file, or too large
+        raise MatrixNotFoundError(str(error)) from error
+    return _validate_bytes(data, str(path))
+
+
+def _validate_bytes(data: bytes, source: str) -> Validation:
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         problem = Problem(path="", message=f"not UTF-8 text ({error.reason} at byte {error.start})", rule="toml")
-        return Validation(source=str(path), matrix=None, problems=(problem,))
-    except OSError as error:
-        raise MatrixNotFoundError(f"{path}: cannot read: {error.strerror}") from error
-    return validate_text(text, source=str(path))
+        return Validation(source=source, matrix=None, problems=(problem,))
+    return validate_text(text, source=source)
 
 
 def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
@@ -147,8 +155,8 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     commands such as `check` then start in a fraction of the time. `accelenv validate` never uses the cache."""
     data = None
     if use_cache and not os.environ.get("ACCELENV_NO_CACHE"):
-        with contextlib.suppress(OSError):
-            data = path.read_bytes()
+        with contextlib.suppress(UsageError):  # validate_file below says what is wrong with it
+            data = read_bytes(path, what="matrix")
     key = _cache_key(data) if data is not None else None
     cached = _cache_dir() / f"{key}.json" if key else None
     if cached is not None:
@@ -158,7 +166,7 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
             matrix, problems = _build(document, set(), str(path), check_requirements=False)
             if not problems:
                 return matrix
-    validation = validate_file(path)
+    validation = _validate_bytes(data, str(path)) if data is not None else validate_file(path)  # read once
     if not validation.ok or validation.matrix is None:
         raise MatrixInvalidError(validation.source, validation.problems)
     if cached is not None and data is not None:
@@ -201,8 +209,8 @@ def read_matrix(path: Path) -> Matrix:
     """The model without schema and rules: for listing (nox -l) where jsonschema may not be installed. A matrix
     that does not even parse or build raises `MatrixInvalidError`; use `load_matrix` to trust the content."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_bytes(path, what="matrix").decode("utf-8")
+    except (UsageError, UnicodeDecodeError) as error:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(str(path), (problem,)) from error
     return model_from_text(text, str(path))
