@@ -144,7 +144,12 @@ def test_add_writes_through_a_symlinked_matrix(matrix: Path, tmp_path: Path) -> 
         (b"a = " + b"[" * 500 + b"]" * 500 + b"\n", ["add", "sku", "x"], 1, "not valid TOML"),
         (b"a = " + b"[" * 500 + b"]" * 500 + b"\n", ["validate"], 1, "not valid TOML: values nested too deeply"),
         (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", ["validate"], 1, "not valid TOML: values nested too deeply"),
-        (b"", ["add", "sku", "l4x", "--from", "l4", "name.x=1"], 2, "name.x: name is a string, not a table"),
+        (
+            b"",
+            ["add", "sku", "l4x", "--from", "l4", "name=L4X", "name.x=1"],
+            2,
+            "name.x: name is a string, not a table",
+        ),
         (b"", ["add", "sku", "evil\n[skus.x]", "family=amd"], 2, "is not a valid sku id"),
         (b"", ["add", "os", "ubuntu 24.04"], 2, "is not a valid os id: expected an OS label"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -27,14 +28,43 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_validate_shipped(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "validate")
     assert code == 0
-    assert out.rstrip().splitlines()[-1].endswith("warning(s)")
+    assert out.rstrip().splitlines()[-1].endswith("warning(s), 31 of them need registry access (--release)")
     assert ": valid: 6 families," in out
 
 
-def test_validate_strict_turns_warnings_into_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_strict_fails_on_what_a_change_can_fix(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "validate", "--strict")
-    assert code == 1  # base images are not pinned by digest yet
-    assert "error: runtimes.cuda-12-8.base_images.ubuntu24.04: nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04" in out
+    assert code == 1  # the reference matrix keeps runtimes no environment uses
+    assert "error: runtimes.rocm-6-3: no environment uses ROCm 6.3.4" in out
+    # an unpinned image needs the registry to fix: still a warning, marked as such
+    assert "warning (registry): runtimes.cuda-12-8.base_images.ubuntu24.04: nvidia/cuda:12.8.1" in out
+    assert (
+        out.rstrip()
+        .splitlines()[-1]
+        .endswith("invalid: 3 error(s), 31 warning(s), 31 of them need registry access (--release)")
+    )
+
+
+def test_validate_release_fails_on_every_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "validate", "--release")
+    assert code == 1
+    assert "error (registry): runtimes.cuda-12-8.base_images.ubuntu24.04: nvidia/cuda:12.8.1" in out
+    assert out.rstrip().splitlines()[-1].endswith("invalid: 34 error(s), 0 warning(s)")
+
+
+def test_validate_strict_passes_when_only_registry_warnings_are_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from minimatrix import MINI
+
+    path = tmp_path / "matrix.toml"
+    path.write_text(MINI)
+    assert main(["--matrix", str(path), "validate", "--strict"]) == 0
+    assert main(["--matrix", str(path), "validate", "--release"]) == 1
+    capsys.readouterr()
+    assert main(["--matrix", str(path), "validate", "--json"]) == 0
+    problems = json.loads(capsys.readouterr().out)
+    assert {(p["rule"], p["category"]) for p in problems} == {("unpinned", "registry"), ("lock", "registry")}
 
 
 def test_list_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,7 +135,35 @@ def test_show_session_name_picks_default(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0
     assert out.startswith("gpu-amd-rocm64: ")
     assert "known good: 30.10.1, 30.30.2, 30.30.3" in out
-    assert "docker run --rm -it rocm/dev-ubuntu-24.04:6.4.1" in out
+    run_line = next(line.strip() for line in out.splitlines() if line.strip().startswith("docker run"))
+    assert "--device /dev/kfd --device /dev/dri --group-add video --group-add render" in run_line
+    assert run_line.endswith('-v "$PWD":/workspace -w /workspace rocm/dev-ubuntu-24.04:6.4.1')
+
+
+@pytest.mark.parametrize(
+    "env_id", ["gpu-nvidia-cu128", "gpu-amd-rocm64", "tpu-jax-0-8", "neuron-2-31", "gaudi-1-23", "cpu-py311"]
+)
+def test_show_reproduces_the_container_run_gives(env_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every device wiring `accelenv run` gives a family's containers is in `show`'s by-hand `docker run`: GPUs
+    requested, device nodes (globs expanded by the shell), groups, container runtime, variables, /dev/shm."""
+    from accelenv.matrix import load_matrix
+
+    matrix = load_matrix(REFERENCE_MATRIX)
+    family = matrix.families[matrix.envs[env_id].family]
+    code, out, _ = run(capsys, "show", env_id)
+    assert code == 0
+    run_line = next(line.strip() for line in out.splitlines() if line.strip().startswith("docker run"))
+    assert ("--gpus all" in run_line) is family.container_gpus
+    assert (f"--runtime {family.container_runtime}" in run_line) is bool(family.container_runtime)
+    for node in family.container_devices:
+        assert (f"--device %s ' {node})" if "*" in node or "[" in node else f"--device {node}") in run_line
+    assert run_line.count("--device") == len(family.container_devices)
+    for group in family.container_groups:
+        assert f"--group-add {group}" in run_line
+    for key, value in family.container_env.items():
+        assert f"-e {key}={value}" in run_line
+    assert "--shm-size 8g" in run_line
+    assert "driver >= -" not in out
 
 
 def test_show_unknown_env_suggests(capsys: pytest.CaptureFixture[str]) -> None:
@@ -240,3 +298,43 @@ def test_schema_names_match_the_contracts() -> None:
     from accelenv.plan.schemas import SCHEMAS
 
     assert tuple(sorted(SCHEMAS)) == SCHEMA_NAMES
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("columns", [80, 100, 140])
+def test_list_fits_the_terminal(monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = _Terminal()
+    assert main(["--matrix", MATRIX, "list"], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= columns
+    listed = " ".join(lines)
+    assert "rtx-pro-6000-maxq" in listed  # the SKU lists wrap, never cut
+    assert "…" not in listed.split("SKUS", 1)[1].split("*", 1)[0]
+
+
+def test_list_under_a_pipe_prints_whole_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()
+    assert main(["--matrix", MATRIX, "list"], out=out) == 0
+    [nvidia] = [line for line in out.getvalue().splitlines() if line.startswith("gpu-nvidia-cu128 ")]
+    assert nvidia.endswith("rtx-pro-6000-maxq")  # one row a line, for grep and cut
+    monkeypatch.setenv("COLUMNS", "90")  # asked for: fitted even under a pipe
+    out = io.StringIO()
+    assert main(["--matrix", MATRIX, "list"], out=out) == 0
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 90
+
+
+def test_table_wraps_the_last_column_beside_or_under_the_others() -> None:
+    from accelenv.cli.output import table
+
+    out = io.StringIO()
+    table([["a", "one, two, three, four, five, six"]], ["ID", "ITEMS"], out, width=30)
+    assert out.getvalue().splitlines() == ["ID  ITEMS", "a   one, two, three, four,", "    five, six"]
+    out = io.StringIO()
+    table([["a" * 30, "one, two"]], ["ID", "ITEMS"], out, width=20)
+    assert out.getvalue().splitlines() == ["ID", "    ITEMS", "a" * 30, "    one, two"]

@@ -29,9 +29,12 @@ class MatrixInvalidError(AccelenvError):
 
     exit_code: ClassVar[int] = 1
 
-    def __init__(self, source: str, problems: tuple[Problem, ...]) -> None:
+    def __init__(
+        self, source: str, problems: tuple[Problem, ...], *, hint: str = "run `accelenv validate` for details"
+    ) -> None:
         self.source = source
         self.problems = problems
+        self.hint = hint  # what to do next; an edit that wrote nothing has shown every problem already
         errors = sum(1 for p in problems if p.is_error)
         super().__init__(f"{source}: {errors} error(s) found")
 

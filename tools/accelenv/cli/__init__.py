@@ -43,6 +43,8 @@ COMMANDS: dict[str, Entry] = {
     "add": Entry(
         "matrix", "Add a SKU, runtime or environment (or family, os, source) to matrix.toml, validated, layout kept."
     ),
+    "attach": Entry("matrix", "Put a SKU in environments (their `skus` lists), validated, layout kept."),
+    "detach": Entry("matrix", "Take a SKU out of environments (their `skus` lists), validated, layout kept."),
     "schema": Entry(
         "matrix", "Print a JSON Schema (matrix.toml, inspect --json, check --json), or write/check the schema/ files."
     ),
@@ -201,7 +203,7 @@ def _run(argv: Sequence[str] | None, stdout: TextIO) -> int:
         for problem in error.problems:
             if problem.is_error:
                 _say(problem.render(error.source) + "\n")
-        _say(f"accelenv: {error}; run `accelenv validate` for details\n")
+        _say(f"accelenv: {error}" + (f"; {error.hint}" if error.hint else "") + "\n")
         return error.exit_code
     except AccelenvError as error:
         _say(f"accelenv: {error}\n")

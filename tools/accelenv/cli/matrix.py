@@ -1,12 +1,14 @@
-"""Commands about the matrix itself: validate, list, show, schema, add."""
+"""Commands about the matrix itself: validate, list, show, schema, add, attach, detach."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from accelenv.cli.common import Command, matrix_of, sync_file
+from accelenv.cli.common import Command, matrix_of, repo_of, sync_file
 from accelenv.cli.output import dump_json, table
 from accelenv.errors import AccelenvError, UsageError
 from accelenv.matrix.load import find_matrix
@@ -32,20 +34,35 @@ SCHEMA_NAMES = (
 def validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", help="matrix file (default: the one --matrix or the folder names)")
     p.add_argument("--json", action="store_true", help="print the problems as a JSON list")
-    p.add_argument("--strict", action="store_true", help="treat warnings (unpinned images, unused sources) as errors")
+    level = p.add_mutually_exclusive_group()
+    level.add_argument(
+        "--strict",
+        action="store_true",
+        help="treat the warnings a matrix change can fix (unused sources, SKUs in no environment) as errors: "
+        "what a vendor's pull request must pass",
+    )
+    level.add_argument(
+        "--release",
+        action="store_true",
+        help="treat every warning as an error, also those that need registry or index access to fix "
+        "(unpinned base images: `accelenv pin`; missing or stale locks: `accelenv lock`): before a release",
+    )
 
 
 def validate(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.load import validate_file
-    from accelenv.matrix.problems import Severity
+    from accelenv.matrix.problems import Category, Severity
 
     path = find_matrix(args.path or args.matrix)
     validation = validate_file(path)
     problems = list(validation.problems)
     if validation.matrix is not None:
         problems += _lock_problems(validation.matrix, path.parent)
-    if args.strict:
-        problems = [dataclasses.replace(p, severity=Severity.ERROR) for p in problems]
+    if args.strict or args.release:
+        problems = [
+            dataclasses.replace(p, severity=Severity.ERROR) if args.release or p.category is Category.CHANGE else p
+            for p in problems
+        ]
     errors = sum(1 for p in problems if p.is_error)
     if args.json:
         dump_json([p.as_json() for p in problems], out)
@@ -53,15 +70,17 @@ def validate(args: argparse.Namespace, out: TextIO) -> int:
     for problem in problems:
         out.write(problem.render(validation.source) + "\n")
     warnings = len(problems) - errors
+    registry = sum(1 for p in problems if not p.is_error and p.category is Category.REGISTRY)
+    counts = f"{warnings} warning(s)" + (f", {registry} of them need registry access (--release)" if registry else "")
     if errors:
-        out.write(f"{validation.source}: invalid: {errors} error(s), {warnings} warning(s)\n")
+        out.write(f"{validation.source}: invalid: {errors} error(s), {counts}\n")
         return 1
     m = validation.matrix
     if m is None:  # cannot happen: no errors means the model was built
         raise AccelenvError(f"{validation.source}: the matrix could not be read")
     out.write(
         f"{validation.source}: valid: {len(m.families)} families, {len(m.skus)} SKUs, {len(m.runtimes)} runtimes, "
-        f"{len(m.envs)} environments; {warnings} warning(s)\n"
+        f"{len(m.envs)} environments; {counts}\n"
     )
     return 0
 
@@ -151,17 +170,20 @@ def show_arguments(p: argparse.ArgumentParser) -> None:
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.resolve import get_env, resolve
+    from accelenv.plan.lock import lock_path
 
     matrix = matrix_of(args)
     data = resolve(matrix, get_env(matrix, args.env))
     if args.json:
         dump_json(data, out)
         return 0
-    out.write("\n".join(_show_lines(data)) + "\n")
+    lock = lock_path(repo_of(args), data["id"])
+    shown = os.path.relpath(lock) if lock.is_file() else None  # the command runs where `show` was asked
+    out.write("\n".join(_show_lines(data, shown)) + "\n")
     return 0
 
 
-def _show_lines(data: dict[str, Any]) -> list[str]:
+def _show_lines(data: dict[str, Any], lock: str | None = None) -> list[str]:
     rt, image, fam = data["runtime"], data["base_image"], data["family"]
     lines = [
         f"{data['id']}: {data['description']}",
@@ -192,12 +214,44 @@ def _show_lines(data: dict[str, Any]) -> list[str]:
         if url
     ]
     lines.append(f"  tests       {' '.join(data['tests'])}")
-    lines.append("  reproduce by hand")
-    lines.append(f"    docker run --rm -it {image['reference']}")
-    lines.append(f"    {data['install']}")
+    lines.append("  reproduce by hand (`accelenv build` and `accelenv run` do this in a locked image)")
+    lines += [f"    {line}" for line in by_hand(data, lock)]
     if data["sources"]:
         lines.append("  sources")
         lines += [f"    {s['id']}: {s['title']} <{s['url'] or s['where']}>" for s in data["sources"]]
+    return lines
+
+
+def by_hand(data: dict[str, Any], lock: str | None) -> list[str]:
+    """The shell commands that give the environment without accelenv: the base image started the way `accelenv
+    run` starts images (the family's devices, groups, container runtime and variables, room in /dev/shm, the
+    working tree at /workspace), then the environment's Python and its pins (from the lock when there is one)."""
+    from accelenv.build.images import DEFAULT_SHM
+
+    container = data["family"]["container"]
+    flags = ["--rm", "-it"]
+    if container["gpus"]:
+        flags += ["--gpus", "all"]
+    if container["runtime"]:
+        flags += ["--runtime", container["runtime"]]
+    for node in container["devices"]:
+        # a glob (/dev/neuron[0-9]*) is expanded by the shell into one --device per match
+        flags.append(f"$(printf -- '--device %s ' {node})" if set(node) & set("*?[") else f"--device {node}")
+    flags += [f"--group-add {group}" for group in container["groups"]]
+    flags += [f"-e {shlex.quote(f'{key}={value}')}" for key, value in sorted(container["env"].items())]
+    flags += [f"--shm-size {DEFAULT_SHM}", '-v "$PWD":/workspace', "-w /workspace", data["base_image"]["reference"]]
+    python = f"python{data['python']}"
+    lines = ["docker run " + " ".join(flags), "# then, inside the container:"]
+    if data["base_image"]["python"] != data["python"]:
+        lines.append(
+            f"apt-get update && apt-get install -y --no-install-recommends {python} {python}-venv"
+            f"  # the base has no Python {data['python']}; {data['os_base']['name']} provides it"
+        )
+    lines.append(f"{python} -m venv --system-site-packages /opt/venv  # keeps what the base image installed")
+    if lock is not None:
+        lines.append(f"/opt/venv/bin/pip install --require-hashes --no-deps -r {shlex.quote(lock)}")
+    else:
+        lines.append("/opt/venv/bin/" + data["install"].split(" -m ", 1)[1] + "  # not locked: pins only")
     return lines
 
 
@@ -252,7 +306,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=("sku", "runtime", "env", "family", "os", "source"))
     p.add_argument("id", metavar="ID")
     p.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("--from", dest="template", metavar="ID", help="start from a copy of this entry")
+    p.add_argument(
+        "--from",
+        dest="template",
+        metavar="ID",
+        help="start from the shared facts of this entry (a SKU's family, arch, host_arch; never its name, ids, "
+        "memory, driver floor or sources); the command says what it copied",
+    )
+    p.add_argument(
+        "--env",
+        dest="envs",
+        metavar="ENV",
+        nargs="+",
+        default=[],
+        help="also put the new SKU in these environments (as `accelenv attach` does)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
 
 
@@ -260,17 +328,75 @@ def add(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.edit import add_to_file, diff
 
     path = find_matrix(args.matrix)
-    old, new = add_to_file(path, args.kind, args.id, args.assignments, args.template, dry_run=args.dry_run)
+    assignments = [*args.assignments, *(e for e in args.envs if "=" in e)]  # `--env A B key=value`
+    envs = [e for e in args.envs if "=" not in e]
+    old, edit = add_to_file(path, args.kind, args.id, assignments, args.template, dry_run=args.dry_run, envs=envs)
     if args.dry_run:
-        out.write(diff(old, new, path.name))
+        out.write(diff(old, edit.text, path.name))
+    if edit.copied or edit.not_copied:
+        out.write(f"copied from {args.template}: {', '.join(edit.copied) or 'nothing'}\n")
+        if edit.not_copied:
+            out.write(f"not copied (facts of {args.template} itself; give them): {', '.join(edit.not_copied)}\n")
+    if edit.unset:
+        out.write(f"unset: {', '.join(edit.unset)}\n")
+    _tell_warnings(edit.warnings, path, out)
+    if args.dry_run:
         return 0
-    out.write(f"{path}: added {args.kind} {args.id}; run `accelenv render` (and `accelenv lock` for an env)\n")
+    also = f" and put it in {', '.join(edit.attached)}" if edit.attached else ""
+    next_step = "`accelenv render` (and `accelenv lock` for an env)"
+    out.write(f"{path}: added {args.kind} {args.id}{also}; run {next_step}\n")
+    return 0
+
+
+def _tell_warnings(warnings: tuple[Problem, ...], path: Path, out: TextIO) -> None:
+    for problem in warnings:
+        out.write(problem.render(str(path)) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------- attach
+
+
+def attach_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sku", metavar="SKU", help="SKU id (under [skus])")
+    p.add_argument("envs", metavar="ENV", nargs="+", help="environment ids whose `skus` list takes it")
+    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+
+
+def attach(args: argparse.Namespace, out: TextIO) -> int:
+    return _attach(args, out, detach=False)
+
+
+def detach(args: argparse.Namespace, out: TextIO) -> int:
+    return _attach(args, out, detach=True)
+
+
+def _attach(args: argparse.Namespace, out: TextIO, *, detach: bool) -> int:
+    from accelenv.matrix.edit import attach_to_file, diff
+
+    path = find_matrix(args.matrix)
+    old, edit = attach_to_file(path, args.sku, args.envs, detach=detach, dry_run=args.dry_run)
+    if args.dry_run and edit.attached:
+        out.write(diff(old, edit.text, path.name))
+    if edit.unchanged:
+        state = "does not list" if detach else "already lists"
+        for env in edit.unchanged:
+            out.write(f"{path}: envs.{env} {state} {args.sku}; nothing to do there\n")
+    _tell_warnings(edit.warnings, path, out)
+    if edit.attached and not args.dry_run:
+        verb = "took" if detach else "put"
+        where = "out of" if detach else "in"
+        out.write(f"{path}: {verb} {args.sku} {where} {', '.join(edit.attached)}; run `accelenv render`\n")
     return 0
 
 
 COMMANDS = {
     "validate": Command(
-        epilog="examples:\n  accelenv validate\n  accelenv validate path/to/matrix.toml --json | jq '.[] | .path'\n\n"
+        epilog="examples:\n  accelenv validate\n"
+        "  accelenv validate --strict    # a vendor's change: no warning the change itself can fix\n"
+        "  accelenv validate --release   # before a release: also digests pinned and every environment locked\n"
+        "  accelenv validate path/to/matrix.toml --json | jq '.[] | .path'\n\n"
+        "Each problem has a category: `change` (the matrix edit fixes it) or `registry` (needs a registry or\n"
+        "package index: `accelenv pin`, `accelenv lock`), shown as `warning (registry)`.\n"
         "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error",
         arguments=validate_arguments,
         run=validate,
@@ -298,11 +424,29 @@ COMMANDS = {
         "  accelenv add sku mi350p family=amd name='\"AMD Instinct MI350P\"' arch=gfx950 \\\n"
         "      product_names='[\"*MI350P*\"]' pci_device_ids='[\"0x75a8\"]' driver_min='\"6.14.14\"' \\\n"
         "      sources='[\"rocm-docs-gpus\"]'\n"
+        "  accelenv add sku mi350p ... --env gpu-amd-rocm100 gpu-amd-rocm714   # and put it in two environments\n"
         "  accelenv add env gpu-nvidia-cu132-py313 --from gpu-nvidia-cu132 python='\"3.13\"' --dry-run\n\n"
-        "Values are TOML (a bare word is a string); dotted keys reach nested tables (driver.min=...).\n"
+        "Values are TOML, typed by the schema: a string key takes the text as written (driver_min=570), a list\n"
+        "is written as one (pci_device_ids='[\"0x75a8\"]'); dotted keys reach nested tables (driver.min=...);\n"
+        "KEY= with nothing after it unsets KEY. --from copies only shared facts and says which.\n"
         "Nothing is written when the new matrix would not validate.",
         arguments=add_arguments,
         run=add,
         takes_assignments=True,
+    ),
+    "attach": Command(
+        epilog="examples:\n  accelenv attach mi350p gpu-amd-rocm100 gpu-amd-rocm714\n"
+        "  accelenv attach b200 gpu-nvidia-cu132 --dry-run\n\n"
+        "Adds the SKU to each environment's `skus` list, layout kept. An environment that already lists it is\n"
+        "left as it is (and named). Nothing is written when the result would not validate (say, the runtime\n"
+        "has no code for the SKU's architecture).",
+        arguments=attach_arguments,
+        run=attach,
+    ),
+    "detach": Command(
+        epilog="examples:\n  accelenv detach mi100 gpu-amd-rocm100\n\n"
+        "Removes the SKU from each environment's `skus` list; an environment that does not list it is named.",
+        arguments=attach_arguments,
+        run=detach,
     ),
 }

@@ -8,6 +8,7 @@ redacted before it is serialised, so every string in it is clean too.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -98,29 +99,73 @@ def dump_json(data: object, out: TextIO) -> None:
 
 
 def terminal_width(out: TextIO) -> int | None:
-    """The width to fit when `out` is a terminal; None for files and pipes, which get whole lines."""
+    """The width to fit when `out` is a terminal; None for files and pipes, which get whole lines (one row a
+    line, for grep and cut), unless $COLUMNS asks for a width (`COLUMNS=100 accelenv list | less`)."""
     try:
         interactive = out.isatty()
     except (AttributeError, ValueError):
-        return None
-    return shutil.get_terminal_size().columns if interactive else None
+        interactive = False
+    if interactive:
+        return shutil.get_terminal_size().columns
+    asked = os.environ.get("COLUMNS", "")
+    return int(asked) if asked.isdigit() and int(asked) > 0 else None
+
+
+MIN_ROOM = 24  # the narrowest last column worth wrapping beside the others; below it, it goes under its row
+INDENT = 4  # of a last column put under its row
 
 
 def table(rows: list[list[str]], headers: list[str], out: TextIO, *, width: int | None = None) -> None:
-    """Aligned columns. With `width` (or on a terminal), the last column is cut to fit, with an ellipsis."""
+    """Aligned columns. Fitted to `width` (by default the terminal's; none for pipes and files): the last
+    column wraps at spaces beside the others, or, when the others leave it less than MIN_ROOM, goes on lines of
+    its own under its row; other columns wider than the line are cut with an ellipsis."""
     width = width if width is not None else terminal_width(out)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    room = width - lead if width is not None else None
-
-    def fit(cell: str) -> str:
-        if room is None or len(cell) <= room or room < 8:
-            return cell
-        return cell[: room - 1] + "…"
-
+    if width is None:
+        for row in [headers, *rows]:
+            out.write(_line(row, widths) + "\n")
+        return
+    last = max((len(r[-1]) for r in [headers, *rows]), default=0)
+    room = width - lead
+    if room >= min(MIN_ROOM, last):
+        for row in [headers, *rows]:
+            lines = _wrap(row[-1], room)
+            out.write(_line([*row[:-1], lines[0]], widths) + "\n")
+            for more in lines[1:]:
+                out.write(" " * lead + more + "\n")
+        return
+    widths = _shrink(widths[:-1], width)
     for row in [headers, *rows]:
-        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=False)]
-        out.write("  ".join([*cells, fit(row[-1])]).rstrip() + "\n")
+        out.write(_line([_cut(c, w) for c, w in zip(row[:-1], widths, strict=True)], widths) + "\n")
+        for more in _wrap(row[-1], width - INDENT):
+            if more:
+                out.write(" " * INDENT + more + "\n")
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    padded = [c.ljust(w) for c, w in zip(cells[:-1], widths, strict=False)]
+    return "  ".join([*padded, cells[-1]]).rstrip()
+
+
+def _wrap(cell: str, room: int) -> list[str]:
+    """`cell` in lines of at most `room` characters, broken at spaces only (ids keep their dashes)."""
+    import textwrap
+
+    return textwrap.wrap(cell, max(room, 1), break_on_hyphens=False, break_long_words=False) or [""]
+
+
+def _cut(cell: str, width: int) -> str:
+    return cell if len(cell) <= width else cell[: width - 1] + "…"
+
+
+def _shrink(widths: list[int], width: int) -> list[int]:
+    """Column widths that fit `width` with two spaces between: the widest column gives way first, down to 6."""
+    widths = list(widths)
+    while sum(widths) + 2 * (len(widths) - 1) > width and max(widths[1:], default=0) > 6:
+        widest = max(range(1, len(widths)), key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
 
 
 def findings(found: list[Finding], out: TextIO, *, id_width: int, details: tuple[str, ...] = ("fail", "warn")) -> None:

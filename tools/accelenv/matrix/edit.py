@@ -1,7 +1,18 @@
-"""`accelenv add`: a new SKU, runtime, environment (or family, OS, source) written into matrix.toml by hand's rules.
+"""`accelenv add`, `attach`, `detach`: matrix.toml edited by hand's rules.
 
-The new entry is placed after the last entry of its section, with everything else in the file (comments, order,
-layout) untouched. The result must validate: otherwise nothing is written and every problem is shown.
+A new entry is placed after the last entry of its family in its section (an AMD SKU after the other AMD SKUs,
+under the file's `# ---- AMD ...` header), or, for a family the section has no entry of yet, at the end of the
+section under a new header of its own when the section is laid out in such headers. Everything else in the file
+(comments, order, layout) is untouched. The result must validate: otherwise nothing is written and every
+problem is shown.
+
+`--from OTHER` copies only the facts meant to be shared between entries of one kind (`SHARED`): for a SKU its
+family, architecture and host CPUs, never what identifies one device (name, product names, PCI ids, memory,
+driver floor, sources, notes). The edit says what it copied and what it left for you to give.
+
+Command-line values are TOML, typed by the schema: a key the schema says is a string takes the text as written
+(`driver_min=570`, `arch=gfx950`); a list or a table must be written as one (`pci_device_ids='["0x74a0"]'`).
+`key=` with nothing after the `=` unsets the key (one `--from` copied, or one set earlier on the line).
 """
 
 from __future__ import annotations
@@ -9,7 +20,8 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import tomlkit
 import tomlkit.exceptions
@@ -19,9 +31,55 @@ from accelenv.matrix import validate_text
 from accelenv.matrix.problems import Problem
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
 SECTIONS = {"sku": "skus", "runtime": "runtimes", "env": "envs", "family": "families", "os": "os", "source": "sources"}
+DEFINITIONS = {"sku": "sku", "runtime": "runtime", "env": "env", "family": "family", "os": "os", "source": "source"}
+
+SHARED: dict[str, tuple[str, ...]] = {
+    # a SKU's device class: what another model of the same generation has too. Its driver floor is not shared:
+    # it is the release that first lists the device's own PCI id (docs/adding-an-accelerator.md).
+    "sku": ("family", "arch", "host_arch"),
+    # a runtime's family and the architectures to start from (check them with the release's own compiler); its
+    # version, components, driver rule and base images are facts of one release
+    "runtime": ("family", "architectures"),
+    # an environment is a variation of another: everything but what says which one it is
+    "env": (
+        "family",
+        "runtime",
+        "os",
+        "python",
+        "platforms",
+        "skus",
+        "requirements",
+        "tests",
+        "ci_tier",
+        "ci_runner",
+        "ci_queue",
+        "requires",
+    ),
+}
+"""What `add KIND ID --from OTHER` copies from OTHER, per kind. Everything else is given on the command line."""
+
+Copy = Literal["shared", "all"]
+BANNER = "# ---- "  # how the matrix opens a group of entries within a section: `# ---- AMD Instinct ----...`
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edit:
+    """The matrix text after an edit, and what the edit did, for the command to tell."""
+
+    text: str
+    copied: tuple[str, ...] = ()  # keys --from copied
+    not_copied: tuple[str, ...] = ()  # keys of the template it left out (identity facts)
+    unset: tuple[str, ...] = ()  # keys `key=` removed
+    attached: tuple[str, ...] = ()  # environments the SKU was put in (attach) or taken out of (detach)
+    unchanged: tuple[str, ...] = ()  # environments that already had it (attach) or did not have it (detach)
+    warnings: tuple[Problem, ...] = ()  # what validate warns about the new text for the edited entries
+
+
+# ---------------------------------------------------------------------------------------------------- values
 
 
 def parse_value(text: str) -> Any:
@@ -32,20 +90,126 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def _assign(table: Any, dotted: str, value: Any) -> None:
-    *parents, last = dotted.split(".")
+def key_parts(key: str) -> list[str]:
+    """A dotted TOML key as its parts: `driver.min` -> [driver, min]; `base_images."ubuntu24.04"` keeps the
+    quoted part whole."""
+    import tomllib
+
+    try:
+        node: Any = tomllib.loads(f"{key} = 0")
+    except tomllib.TOMLDecodeError:
+        raise UsageError(
+            f'{key!r} is not a key: write a name or a dotted path such as driver.min or base_images."ubuntu24.04"'
+        ) from None
+    parts = []
+    while isinstance(node, dict) and len(node) == 1:
+        part, node = next(iter(node.items()))
+        parts.append(part)
+    return parts
+
+
+def _schema_node(kind: str, parts: Sequence[str]) -> dict[str, Any] | None:
+    """The JSON Schema of key `parts` of a `kind` entry, or None when the schema does not know the key (then
+    validation names it, with a did-you-mean)."""
+    from accelenv.matrix.schema import matrix_schema
+
+    schema = matrix_schema()
+    node: dict[str, Any] = schema["$defs"][DEFINITIONS[kind]]
+    for part in parts:
+        while "$ref" in node:
+            node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+        properties = node.get("properties", {})
+        if part in properties:
+            node = properties[part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return None
+    while "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+_TYPE_WORDS = {"array": "list", "object": "table", "integer": "integer", "string": "string", "boolean": "boolean"}
+
+
+def _example(node: dict[str, Any], text: str) -> str:
+    """How `text` is written as the value `node` expects, for the message."""
+    match node.get("type"):
+        case "array":
+            inner = text.strip("[]\"' ") or "..."
+            return f"'[\"{inner}\"]'"
+        case "object":
+            return "'{ key = \"value\" }'"
+        case "integer":
+            return "81559"
+        case "boolean":
+            return "true"
+        case _:
+            return f"'\"{text}\"'"
+
+
+def typed_value(kind: str, key: str, text: str, entry_id: str = "<id>") -> Any:
+    """The value of `key=text` for a `kind` entry, as the schema types the key. A string key takes the text as
+    written (a TOML number, date or boolean is not what was meant: `driver_min=570`, `arch=0x10`); for the
+    other types the TOML value must already be of that type, and the refusal shows how to write it."""
+    parts = key_parts(key)
+    value = parse_value(text)
+    node = _schema_node(kind, parts)
+    expected = node.get("type") if node else None
+    if expected is None:
+        return value
+    if expected == "string":
+        if isinstance(value, str):
+            return value
+        return text  # the literal text: 0x74a0 stays 0x74a0, 1.10 stays 1.10
+    kinds = {"array": list, "object": dict, "integer": int, "boolean": bool}
+    wanted = kinds.get(str(expected))
+    ok = wanted is not None and isinstance(value, wanted) and not (expected == "integer" and isinstance(value, bool))
+    if ok or wanted is None:
+        return value
+    what = _TYPE_WORDS.get(str(expected), str(expected))
+    items = node.get("items", {}) if node else {}
+    if expected == "array" and items.get("type") == "string":
+        what = "list of quoted strings"
+    found = f"the {_toml_kind(value)} {text}" if not isinstance(value, str) else f"the text {text!r}"
+    name = parts[-1]
+    raise UsageError(
+        f"{key}={text}: {SECTIONS[kind]}.{entry_id}.{'.'.join(parts)} is {'an' if what[0] in 'aeiou' else 'a'} "
+        f"{what}, not {found}; "
+        f"write {name}={_example(node or {}, text)}"
+        + (" (each PCI id a lower-case hex string)" if name.endswith("pci_device_ids") else "")
+    )
+
+
+def _assign(table: Any, parts: list[str], value: Any) -> None:
+    *parents, last = parts
     node = table
     for depth, part in enumerate(parents):
-        if part not in node:
-            node[part] = tomlkit.table()
+        if part not in node:  # inline, so it stays inside the entry's table: driver = { min = "..." }
+            node[part] = tomlkit.inline_table()
         node = node[part]
         if not isinstance(node, dict):  # tomlkit tables (and inline tables) are dicts
             reached = ".".join(parents[: depth + 1])
             raise UsageError(
-                f"{dotted}: {reached} is a {_toml_kind(node)}, not a table, so it has no key {last!r}; "
+                f"{'.'.join(parts)}: {reached} is a {_toml_kind(node)}, not a table, so it has no key {last!r}; "
                 f"set {reached} itself (e.g. {reached}=...)"
             )
     node[last] = value
+
+
+def _unset(table: Any, parts: list[str], template: str | None) -> None:
+    *parents, last = parts
+    node = table
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or last not in node:
+        present = sorted(str(k) for k in node) if isinstance(node, dict) else []
+        close = difflib.get_close_matches(last, present, n=1)
+        hint = f"; did you mean '{close[0]}='?" if close else ""
+        origin = f" (--from {template} did not copy it)" if template else ""
+        raise UsageError(f"{'.'.join(parts)}=: nothing to unset, the new entry has no {'.'.join(parts)}{origin}{hint}")
+    del node[last]
 
 
 def _toml_kind(value: Any) -> str:
@@ -53,6 +217,9 @@ def _toml_kind(value: Any) -> str:
         return "boolean"
     kinds = ((str, "string"), (int, "integer"), (float, "number"), (list, "list"))
     return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------------------------------- placement
 
 
 def _header(section: str, entry_id: str) -> str:
@@ -65,11 +232,23 @@ def _render(section: str, entry_id: str, table: Any) -> str:
     return f"{_header(section, entry_id)}\n{body}\n"
 
 
-def _insertion_point(lines: list[str], section: str) -> int:
-    """After the last line of the last entry of `section` (before trailing blank lines and the next banner)."""
-    last = max((i for i, line in enumerate(lines) if line.startswith(f"[{section}.")), default=None)
-    if last is None:
-        return len(lines)
+def _entry_of(line: str, section: str) -> str | None:
+    """The entry id a table header line of `section` opens (`[skus.mi300x]`, `[os."ubuntu24.04"]`,
+    `[envs.x.requirements]` -> x), or None."""
+    if not line.startswith(f"[{section}.") or line.startswith("[["):
+        return None
+    header = line.split("#", 1)[0].strip() if '"' not in line else line.strip()
+    try:
+        parsed = tomlkit.parse(header + "\n")
+    except tomlkit.exceptions.TOMLKitError:
+        return None
+    table = parsed.get(section)
+    return next(iter(table), None) if isinstance(table, dict) else None
+
+
+def _end_of_entry(lines: list[str], last: int) -> int:
+    """The line after the entry whose last header is at `last` (before trailing blank and comment lines, which
+    belong to what follows: the next banner)."""
     end = last + 1
     while end < len(lines) and not lines[end].startswith("["):
         end += 1
@@ -78,61 +257,258 @@ def _insertion_point(lines: list[str], section: str) -> int:
     return end
 
 
+def _placement(lines: list[str], section: str, family: str | None, document: Any) -> tuple[int, list[str]]:
+    """(where the new entry goes, banner lines to put before it). After the last entry of the same family in the
+    section; else at the end of the section, under a new `# ---- <family> ----` banner when the section's entries
+    are grouped under such banners (so a new family's first SKU is not filed under the CPU banner)."""
+    headers = [(i, _entry_of(line, section)) for i, line in enumerate(lines)]
+    headers = [(i, entry) for i, entry in headers if entry is not None]
+    if not headers:
+        return len(lines), []
+    entries = document.get(section, {})
+    same = [i for i, entry in headers if family is not None and _family_of(entries.get(entry)) == family]
+    if same:
+        return _end_of_entry(lines, max(same)), []
+    end = _end_of_entry(lines, headers[-1][0])
+    first = headers[0][0]
+    banners = [line for line in lines[first:end] if line.startswith(BANNER)]
+    if family is None or not banners:
+        return end, []
+    title = _family_title(document, family)
+    width = max(len(line) for line in banners)
+    banner = f"{BANNER}{title} "
+    return end, [banner + "-" * max(4, width - len(banner)), ""]
+
+
+def _family_of(entry: Any) -> str | None:
+    family = entry.get("family") if isinstance(entry, dict) else None
+    return str(family) if isinstance(family, str) else None
+
+
+def _family_title(document: Any, family: str) -> str:
+    entry = document.get("families", {}).get(family)
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return str(name) if isinstance(name, str) else family
+
+
+# ---------------------------------------------------------------------------------------------------- add
+
+
 def add_to_file(
-    path: Path, kind: str, entry_id: str, assignments: list[str], template: str | None, *, dry_run: bool
-) -> tuple[str, str]:
-    """(old text, new text) of the matrix at `path` with the new entry. Unless `dry_run`, written: under the
+    path: Path,
+    kind: str,
+    entry_id: str,
+    assignments: list[str],
+    template: str | None,
+    *,
+    dry_run: bool,
+    envs: Sequence[str] = (),
+) -> tuple[str, Edit]:
+    """(old text, the edit) of the matrix at `path` with the new entry. Unless `dry_run`, written: under the
     matrix folder's lock, through a symlinked matrix.toml to its target, and only if nobody changed the file
     meanwhile (another `add`, a `pin`, an editor)."""
+    return _edit_file(
+        path, lambda old: plan_add(old, kind, entry_id, assignments, template, source=str(path), envs=envs), dry_run
+    )
+
+
+def _edit_file(path: Path, plan: Callable[[str], Edit], dry_run: bool) -> tuple[str, Edit]:
     from accelenv.fileio import read_text, update_text
 
     if dry_run:
         old = read_text(path, what="matrix")
-        return old, add_entry(old, kind, entry_id, assignments, template, source=str(path))
-    return update_text(
-        path, lambda old: add_entry(old, kind, entry_id, assignments, template, source=str(path)), what="matrix"
-    )
+        return old, plan(old)
+    edits: list[Edit] = []
+
+    def change(old: str) -> str:
+        edits.append(plan(old))
+        return edits[-1].text
+
+    old, _ = update_text(path, change, what="matrix")
+    return old, edits[-1]
 
 
 def add_entry(
-    text: str, kind: str, entry_id: str, assignments: list[str], template: str | None, *, source: str = "matrix.toml"
+    text: str,
+    kind: str,
+    entry_id: str,
+    assignments: list[str],
+    template: str | None,
+    *,
+    source: str = "matrix.toml",
+    copy_from: Copy = "shared",
 ) -> str:
-    """The matrix text with the new entry; raises UsageError or MatrixInvalidError (nothing written). The text
-    keeps its line endings (CRLF stays CRLF)."""
+    """The matrix text with the new entry (see `plan_add`)."""
+    return plan_add(text, kind, entry_id, assignments, template, source=source, copy_from=copy_from).text
+
+
+def plan_add(
+    text: str,
+    kind: str,
+    entry_id: str,
+    assignments: list[str],
+    template: str | None,
+    *,
+    source: str = "matrix.toml",
+    envs: Sequence[str] = (),
+    copy_from: Copy = "shared",
+) -> Edit:
+    """The matrix text with the new entry (a SKU also put in `envs`); raises UsageError or MatrixInvalidError
+    (nothing written). `copy_from="all"` copies the whole template: for `refresh`, whose new runtime line is the
+    old one with newer pins. The text keeps its line endings (CRLF stays CRLF)."""
     section = SECTIONS[kind]
     _check_id(kind, entry_id)
+    if envs and kind != "sku":
+        raise UsageError(f"--env puts a SKU in environments; a {kind} is not put in one")
     newline = "\r\n" if "\r\n" in text else "\n"
     text = text.replace("\r\n", "\n")
     document = _parse(text, source)
     existing = document.get(section, {})
     if entry_id in existing:
         raise UsageError(f"{section}.{entry_id} already exists; edit it in matrix.toml or choose another id")
+    copied: tuple[str, ...] = ()
+    not_copied: tuple[str, ...] = ()
     if template is not None:
-        if template not in existing:
-            close = difflib.get_close_matches(template, list(existing), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise UsageError(f"--from {template}: no {section}.{template}{hint}")
-        table = copy.deepcopy(existing[template])
-        if kind == "env" and "default" in table:
-            del table["default"]  # one default per family: a copy never takes it over
+        table, copied, not_copied = _from_template(kind, section, existing, template, copy_from)
     else:
         table = tomlkit.table()
+    unset: list[str] = []
     for assignment in assignments:
         key, sep, value = assignment.partition("=")
         if not sep or not key.strip():
             raise UsageError(
                 f"{assignment!r}: expected KEY=VALUE, e.g. arch='\"sm_90\"' or pci_device_ids='[\"0x2330\"]'"
             )
-        _assign(table, key.strip(), parse_value(value.strip()))
+        key, value = key.strip(), value.strip()
+        if not value:
+            _unset(table, key_parts(key), template)
+            unset.append(key)
+            continue
+        _assign(table, key_parts(key), typed_value(kind, key, value, entry_id))
     lines = text.splitlines()
-    at = _insertion_point(lines, section)
-    block = _render(section, entry_id, table).splitlines()
-    new_lines = [*lines[:at], "", *block, *lines[at:]] if at < len(lines) else [*lines, "", *block]
+    at, banner = _placement(lines, section, _family_of(table), document)
+    block = [*banner, *_render(section, entry_id, table).splitlines()]
+    new_lines = [*lines[:at], "", *block, *lines[at:]]
     new_text = "\n".join(new_lines) + "\n"
-    validation = validate_text(new_text, source=source)
-    if any(p.is_error for p in validation.problems):
-        raise MatrixInvalidError(f"{source} with the new entry (nothing written)", validation.problems)
-    return new_text.replace("\n", newline)
+    attached: tuple[str, ...] = ()
+    if envs:
+        attach_edit = _attach(new_text, entry_id, envs, detach=False, source=source, validate=False)
+        new_text, attached = attach_edit.text, attach_edit.attached
+    warnings = _validated(new_text, source, f"{section}.{entry_id}", [f"{section}.{entry_id}"])
+    return Edit(
+        text=new_text.replace("\n", newline),
+        copied=copied,
+        not_copied=not_copied,
+        unset=tuple(unset),
+        attached=attached,
+        warnings=warnings,
+    )
+
+
+def _from_template(
+    kind: str, section: str, existing: Any, template: str, copy_from: Copy
+) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+    if template not in existing:
+        close = difflib.get_close_matches(template, list(existing), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise UsageError(f"--from {template}: no {section}.{template}{hint}")
+    whole = copy.deepcopy(existing[template])
+    if kind == "env" and "default" in whole:
+        del whole["default"]  # one default per family: a copy never takes it over
+    if copy_from == "all":
+        return whole, tuple(str(k) for k in whole), ()
+    shared = SHARED.get(kind)
+    if shared is None:
+        raise UsageError(f"--from copies SKUs, runtimes and environments; give every key of the new {kind} instead")
+    copied = tuple(str(k) for k in whole if k in shared)
+    left = tuple(str(k) for k in whole if k not in shared)
+    for key in left:
+        del whole[key]  # deleting from the copy keeps how the rest is written (dotted keys stay dotted)
+    return whole, copied, left
+
+
+def _validated(text: str, source: str, what: str, paths: Sequence[str]) -> tuple[Problem, ...]:
+    """The warnings about `paths` (entries the edit touched) of a new text that must validate; raises
+    MatrixInvalidError with every error otherwise, saying nothing was written. The problems carry no line: the
+    lines are those of a text that was not written."""
+    import dataclasses
+
+    validation = validate_text(text, source=source)
+    errors = tuple(dataclasses.replace(p, line=None) for p in validation.problems if p.is_error)
+    if errors:
+        raise MatrixInvalidError(
+            source, errors, hint=f"nothing written ({what}): fix what is shown above and run the command again"
+        )
+    return tuple(
+        dataclasses.replace(p, line=None)
+        for p in validation.problems
+        if any(p.path == path or p.path.startswith((f"{path}.", f"{path}[")) for path in paths)
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- attach
+
+
+def attach_to_file(path: Path, sku: str, envs: Sequence[str], *, detach: bool, dry_run: bool) -> tuple[str, Edit]:
+    """`accelenv attach` / `detach` on the matrix at `path`, written like `add_to_file` (nothing when there is
+    nothing to change)."""
+    return _edit_file(path, lambda old: plan_attach(old, sku, envs, detach=detach, source=str(path)), dry_run)
+
+
+def plan_attach(text: str, sku: str, envs: Sequence[str], *, detach: bool, source: str = "matrix.toml") -> Edit:
+    """The matrix text with SKU `sku` added to (or removed from) the `skus` list of each of `envs`; raises
+    UsageError for an unknown id and MatrixInvalidError when the result would not validate. Environments that
+    already have it (or, detaching, do not) are left as they are and named in `unchanged`."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    edit = _attach(text.replace("\r\n", "\n"), sku, envs, detach=detach, source=source, validate=True)
+    return Edit(
+        text=edit.text.replace("\n", newline),
+        attached=edit.attached,
+        unchanged=edit.unchanged,
+        warnings=edit.warnings,
+    )
+
+
+def _attach(text: str, sku: str, envs: Sequence[str], *, detach: bool, source: str, validate: bool) -> Edit:
+    document = _parse(text, source)
+    skus, environments = document.get("skus", {}), document.get("envs", {})
+    unknown = []
+    if sku not in skus:
+        unknown.append(_unknown("SKU", "skus", sku, skus))
+    unknown += [_unknown("environment", "envs", env, environments) for env in envs if env not in environments]
+    if unknown:
+        raise UsageError("; ".join(unknown))
+    changed, unchanged = [], []
+    for env_id in dict.fromkeys(envs):
+        env = environments[env_id]
+        current = env.get("skus")
+        has = isinstance(current, list) and sku in current
+        if has != detach:
+            unchanged.append(env_id)
+            continue
+        changed.append(env_id)
+        if detach:
+            del current[[str(s) for s in current].index(sku)]
+        elif isinstance(current, list):
+            current.append(sku)
+        else:
+            env["skus"] = [sku]
+    new_text = tomlkit.dumps(document) if changed else text
+    warnings: tuple[Problem, ...] = ()
+    if validate and changed:
+        verb = "out of" if detach else "in"
+        paths = [f"skus.{sku}", *(f"envs.{e}" for e in changed)]
+        warnings = _validated(new_text, source, f"{sku} {verb} {', '.join(changed)}", paths)
+    return Edit(text=new_text, attached=tuple(changed), unchanged=tuple(unchanged), warnings=warnings)
+
+
+def _unknown(what: str, section: str, wanted: str, known: Any) -> str:
+    close = difflib.get_close_matches(wanted, [str(k) for k in known], n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(sorted(str(k) for k in known)) or 'none'}"
+    return f"no {what} '{wanted}' under [{section}]; {hint}"
+
+
+# ---------------------------------------------------------------------------------------------------- shared
 
 
 def _check_id(kind: str, entry_id: str) -> None:
@@ -142,7 +518,9 @@ def _check_id(kind: str, entry_id: str) -> None:
         (OS_LABEL, "an OS label such as ubuntu24.04") if kind == "os" else (ID, "lower-case letters, digits and dashes")
     )
     if not re.fullmatch(pattern, entry_id):
-        raise UsageError(f"{entry_id!r} is not a valid {kind} id: expected {hint}")
+        lower = entry_id.lower()
+        suggestion = f" (write {lower!r})" if lower != entry_id and re.fullmatch(pattern, lower) else ""
+        raise UsageError(f"{entry_id!r} is not a valid {kind} id: expected {hint}{suggestion}")
 
 
 def _parse(text: str, source: str) -> Any:

@@ -107,8 +107,10 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
     lines = LineIndex(text)
     problems: list[Problem] = []
     broken: set[tuple[str, str]] = set()
-    for parts, message in schema_errors(document):
+    for parts, message, harmless in schema_errors(document):
         problems.append(Problem(path=dotted(parts), message=message, line=lines.line_of(parts), rule="schema"))
+        if harmless:  # a repeated list item: the entry still reads the same, so the rules still see it
+            continue
         if len(parts) >= 2 and parts[0] in SECTIONS:
             broken.add((str(parts[0]), str(parts[1])))
         elif len(parts) <= 1:

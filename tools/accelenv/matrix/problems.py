@@ -15,6 +15,19 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
+class Category(StrEnum):
+    """Who can fix a problem. `change`: the matrix edit itself (a vendor's pull request must leave none, checked by
+    `validate --strict`). `registry`: only someone who can reach the image registries and package indexes (pin a
+    digest, lock an environment), usually a maintainer before a release (`validate --release`)."""
+
+    CHANGE = "change"
+    REGISTRY = "registry"
+
+
+REGISTRY_RULES = frozenset({"unpinned", "lock"})
+"""The rules whose findings need a registry or an index to fix (`accelenv pin`, `accelenv lock`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Problem:
     """One finding: where (dotted key path, line when known), what, and what to do about it."""
@@ -29,10 +42,15 @@ class Problem:
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
 
+    @property
+    def category(self) -> Category:
+        return Category.REGISTRY if self.rule in REGISTRY_RULES else Category.CHANGE
+
     def render(self, source: str) -> str:
         where = f"{source}:{self.line}" if self.line else source
         path = f" {self.path}:" if self.path else ""
-        return f"{where}: {self.severity}:{path} {self.message}"
+        kind = f"{self.severity} (registry)" if self.category is Category.REGISTRY else str(self.severity)
+        return f"{where}: {kind}:{path} {self.message}"
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -40,6 +58,7 @@ class Problem:
             "line": self.line,
             "severity": str(self.severity),
             "rule": self.rule,
+            "category": str(self.category),
             "message": self.message,
         }
 

@@ -313,15 +313,25 @@ def requirements(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
                 )
 
 
+def _complete(skipped: frozenset[tuple[str, str]], section: str) -> bool:
+    """True when the schema refused no entry of `section`: only then may a rule conclude that something is
+    missing from it ("no default environment", "in no environment"). A refused entry is left out of the model,
+    and it may be the very one that was looked for; its own problem is reported, and the conclusion waits."""
+    return not any(s == section for s, _ in skipped)
+
+
 @rule
-def defaults(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+def defaults(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
     """Exactly one default environment per family: the one its nox session runs."""
     by_family: dict[str, list[Environment]] = defaultdict(list)
     for env in m.envs.values():
         by_family[env.family].append(env)
+    complete = _complete(skipped, "envs")
     for family in m.families.values():
         envs = by_family.get(family.id, [])
         marked = [e for e in envs if e.default]
+        if not complete and not (envs and len(marked) > 1):
+            continue  # an environment the schema refused may be this family's (default) one
         if not envs:
             yield Finding(
                 path=("families", family.id),
@@ -393,6 +403,77 @@ def unique_names(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
                     rule="unique",
                 )
             claimed.setdefault((sku.family, field, value), sku.id)
+
+
+def _witnesses(sku: Sku) -> list[str]:
+    """Names a host tool may print for `sku`: its literal product names, and each glob with its wildcards taken
+    as nothing (`*MI300A*` -> `MI300A`, `NVIDIA GH200 144G*` -> `NVIDIA GH200 144G`), and its marketing name."""
+    names = [sku.name, *(p.replace("*", "").replace("?", "") for p in sku.product_names)]
+    return [" ".join(n.split()) for n in dict.fromkeys(names) if n.strip()]
+
+
+@rule
+def overlapping_product_names(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """No product-name glob of one SKU matches a name of another SKU of its family: a host device whose tool
+    prints that name would match both, and the first in file order would win (`match_sku`).
+
+    Whether two globs overlap in general is the wrong question: any two globs of the form `*A*` and `*B*` do
+    (the text "AB" matches both), and the matrix has many such pairs (`*MI300X*`, `*MI308X*`), yet no product is
+    named both. So each glob is matched against what the other SKUs are known to be called: their marketing
+    name, their literal product names and each glob with its wildcards taken as nothing (`_witnesses`). Every
+    finding names a real string that both SKUs claim (no false alarms); a glob that overlaps only on names no
+    SKU is called (`*MI3*` against a future `MI3`) is not caught until that SKU is added."""
+    import fnmatch
+
+    skus = list(m.skus.values())
+    for sku in skus:
+        for i, pattern in enumerate(sku.product_names):
+            if not any(c in pattern for c in "*?"):
+                continue  # a literal name: two equal ones are the `unique` rule's
+            glob = " ".join(pattern.split()).casefold()
+            for other in skus:
+                if other.id == sku.id or other.family != sku.family:
+                    continue
+                hit = next((n for n in _witnesses(other) if fnmatch.fnmatchcase(n.casefold(), glob)), None)
+                if hit is None:
+                    continue
+                yield Finding(
+                    path=("skus", sku.id, "product_names", i),
+                    message=(
+                        f"{pattern!r} also matches {hit!r}, a name of SKU '{other.id}': a host device must match "
+                        f"one SKU only; make the pattern name this model alone (e.g. the full product name)"
+                    ),
+                    rule="unique",
+                )
+
+
+NO_ENVIRONMENT = "no environment:"
+"""How a SKU says why no environment lists it: its `notes` begin with these words (inf1's do)."""
+
+
+@rule
+def skus_in_environments(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """Every SKU is in an environment of its family, or its notes say why not ("No environment: ..."): a SKU no
+    environment lists is one `accelenv which` can name but no session tests."""
+    if not _complete(skipped, "envs"):
+        return
+    listed = {sku_id for env in m.envs.values() for sku_id in env.skus}
+    families_with_envs = {env.family for env in m.envs.values()}
+    for sku in m.skus.values():
+        if sku.id in listed or sku.family not in families_with_envs:  # a family with none is `default-env`'s
+            continue
+        if sku.notes.strip().casefold().startswith(NO_ENVIRONMENT):
+            continue
+        envs = [env.id for env in m.envs.values() if env.family == sku.family]
+        yield Finding(
+            path=("skus", sku.id),
+            message=(
+                f"no environment lists this SKU: `accelenv attach {sku.id} ENV...` (the {sku.family} "
+                f'environments are {", ".join(envs)}), or begin its notes with "No environment: <why>"'
+            ),
+            rule="sku-environment",
+            severity=Severity.WARNING,
+        )
 
 
 @rule
@@ -508,7 +589,10 @@ def images_and_platforms(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[F
             if image.digest is None:
                 yield Finding(
                     path=("runtimes", rt.id, "base_images", os_label),
-                    message=f"{image.reference} is not pinned by digest: builds may drift when the tag moves",
+                    message=(
+                        f"{image.reference} is not pinned by digest: builds may drift when the tag moves; "
+                        "`accelenv pin` writes the digest (it asks the registry)"
+                    ),
                     rule="unpinned",
                     severity=Severity.WARNING,
                 )
@@ -599,7 +683,7 @@ def driver_floors(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]
 
 
 @rule
-def support_window(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+def support_window(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
     """The support policy (README, "Support window"): one release per runtime line (major.minor), and no
     runtime kept that no environment uses unless it is its family's newest."""
     used = {env.runtime for env in m.envs.values()}
@@ -622,7 +706,7 @@ def support_window(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding
                     rule="support-window",
                 )
             lines.setdefault(line, rt)
-            if rt.id not in used and rt is not newest:
+            if rt.id not in used and rt is not newest and _complete(skipped, "envs"):
                 yield Finding(
                     path=("runtimes", rt.id),
                     message=(

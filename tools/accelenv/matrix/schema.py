@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jsonschema
 
@@ -118,7 +118,7 @@ def _family() -> Json:
             "runtime_kind": _string("What the family's runtimes are (cuda, rocm, ...).", ID, "an id such as cuda"),
             "pci_vendor_ids": _list(
                 "PCI vendor ids of the family's devices, as in /sys/bus/pci/devices/*/vendor.",
-                {"type": "string", "pattern": PCI_ID, "x-hint": "a PCI id like 0x10de"},
+                {"type": "string", "pattern": PCI_ID, "x-hint": "a PCI id in lower-case hex, like 0x10de"},
             ),
             "visible_devices_env": _list(
                 "Environment variables that select which devices a process sees.",
@@ -207,7 +207,7 @@ def _sku() -> Json:
             ),
             "pci_device_ids": _list(
                 "PCI device ids, as in /sys/bus/pci/devices/*/device.",
-                {"type": "string", "pattern": PCI_ID, "x-hint": "a PCI id like 0x2330"},
+                {"type": "string", "pattern": PCI_ID, "x-hint": "a PCI id in lower-case hex, like 0x2330"},
             ),
             "memory_mib": {
                 "type": "integer",
@@ -588,12 +588,14 @@ def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], 
             return path, f"missing required key '{missing}'{suffix}"
         case "pattern" if "propertyNames" in error.absolute_schema_path:
             hint = schema.get("x-hint", "a lower-case id")
-            return (*path, str(error.instance)), f"{error.instance!r} is not a valid key: expected {hint}"
+            return (*path, str(error.instance)), (
+                f"{error.instance!r} is not a valid key: expected {hint}{_lower_case(error)}"
+            )
         case "pattern":
             hint = schema.get("x-hint", f"a value matching {error.validator_value}")
             if error.instance == "":
                 return path, f"must not be empty: expected {hint}"
-            return path, f"{error.instance!r} is not valid here: expected {hint}"
+            return path, f"{error.instance!r} is not valid here: expected {hint}{_lower_case(error)}"
         case "enum":
             options = [str(v) for v in schema.get("enum", ())]
             allowed = ", ".join(repr(v) for v in options)
@@ -605,7 +607,7 @@ def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], 
         case "const":
             return path, f"must be {error.validator_value!r}, found {error.instance!r}"
         case "uniqueItems":
-            return path, "lists the same item twice"
+            return _duplicate(path, error.instance)
         case "minItems":
             return path, "must not be empty"
         case "minProperties":
@@ -614,12 +616,44 @@ def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], 
             return path, str(error.message)
 
 
-def schema_errors(document: object) -> list[tuple[tuple[str | int, ...], str]]:
+def _duplicate(path: tuple[str | int, ...], items: object) -> tuple[tuple[str | int, ...], str]:
+    """The second occurrence of the first item a list repeats, and what to do."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        key = json.dumps(item, sort_keys=True, default=str)
+        if key in seen:
+            return (*path, i), f"lists {item!r} twice (also at [{seen[key]}]): keep one"
+        seen[key] = i
+    return path, "lists the same item twice: keep one"
+
+
+def _lower_case(error: jsonschema.ValidationError) -> str:
+    """`; write '0x74a0'` when the value's lower-case form is what the pattern wants: ids and PCI ids are
+    lower-case (hex), and the value differs in case only."""
+    instance, pattern = error.instance, error.validator_value
+    if not isinstance(instance, str) or not isinstance(pattern, str) or instance.lower() == instance:
+        return ""
+    if not _compiled(pattern).fullmatch(instance.lower()):
+        return ""
+    return f" (lower-case: write {instance.lower()!r})"
+
+
+class SchemaError(NamedTuple):
+    path: tuple[str | int, ...]
+    message: str
+    keeps_entry: bool  # the entry still reads the same (a repeated list item): the rules may still look at it
+
+
+def schema_errors(document: object) -> list[SchemaError]:
     """Every schema violation of a parsed matrix as (key path, message in words), in document order."""
-    found: list[tuple[tuple[str | int, ...], str]] = []
+    found: list[SchemaError] = []
     errors = _validator().iter_errors(document)  # type: ignore[arg-type]
     for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
-        found.extend(_explain(leaf) for leaf in _leaves(error))
+        for leaf in _leaves(error):
+            path, message = _explain(leaf)
+            # a repeated pin is the requirements rule's to report ("already required at packages[0]")
+            keeps = leaf.validator == "uniqueItems" and leaf.absolute_path and leaf.absolute_path[-1] != "packages"
+            found.append(SchemaError(path, message, bool(keeps)))
     return found
 
 

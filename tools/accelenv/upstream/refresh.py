@@ -135,7 +135,9 @@ def plan_refresh(
             skipped.append(Skipped(what=f"{f.name} {f.latest} for runtime {f.env}", why=f.note))
     new_text = _bump(text, matrix, bumps, changes)
     for kind, entry_id, assignments, template in additions:
-        new_text = add_entry(new_text, kind, entry_id, assignments, template)
+        new_text = add_entry(
+            new_text, kind, entry_id, assignments, template, copy_from="all"
+        )  # a new line of the same runtime
     validation = validate_text(new_text, source="matrix.toml")
     if any(p.is_error for p in validation.problems):
         raise MatrixInvalidError("matrix.toml as refresh would write it (nothing written)", validation.problems)
