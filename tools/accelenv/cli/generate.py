@@ -68,11 +68,15 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
 
     repo = repo_of(args)
     rows: list[dict[str, Any]] = []
-    failed = 0
+    failed = 0 if _lock_image_dependencies(repo, args, out) else 1
+    os_locker = _OsLocker(repo, force=args.force)
     for env in envs:
         glibc = glibc_of(matrix, env)
+        os_row = os_locker.lock(matrix, env)
+        if os_row and not args.json:
+            out.write(f"{env.id:<24} {os_row}\n")
         if lock_state(repo, env, glibc) is LockState.CURRENT and not args.force:
-            rows.append({"env": env.id, "state": "current", "problem": None})
+            rows.append({"env": env.id, "state": "current", "problem": None, "os_packages": os_row})
             if not args.json:
                 out.write(f"{env.id:<24} current (use --force to resolve again)\n")
             continue
@@ -87,17 +91,111 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"{env.id:<24} not locked: {result.problem}\n")
             continue
         write_atomic(lock_path(repo, env.id), result.text, inside=repo)
-        rows.append({"env": env.id, "state": "current", "problem": None})
+        rows.append({"env": env.id, "state": "current", "problem": None, "os_packages": os_row})
         if not args.json:
             pins = sum(1 for line in result.text.splitlines() if "==" in line and not line.startswith((" ", "#")))
             out.write(f"{env.id:<24} locked: {pins} distributions -> {lock_path(repo, env.id).relative_to(repo)}\n")
+    os_locker.close()
     if args.json:
         dump_json(rows, out)
     return 1 if failed else 0
 
 
+def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO) -> bool:
+    """envs/accelenv-image.lock: what accelenv needs inside every image, hash-locked. False when it failed."""
+    from accelenv.fileio import write_atomic
+    from accelenv.plan.lock import LockState, image_lock_path, image_lock_state, resolve_image_lock
+    from accelenv.plan.render import IMAGE_DEPENDENCIES
+
+    rel = image_lock_path(repo).relative_to(repo)
+    if image_lock_state(repo, IMAGE_DEPENDENCIES) is LockState.CURRENT and not args.force:
+        return True
+    result = resolve_image_lock(IMAGE_DEPENDENCIES, timeout=args.timeout)
+    if result.text is None:
+        out.write(f"{rel}: not locked: {result.problem}\n")
+        return False
+    write_atomic(image_lock_path(repo), result.text, inside=repo)
+    if not args.json:
+        out.write(f"{rel}: locked\n")
+    return True
+
+
+class _OsLocker:
+    """OS package locks, made by asking apt inside the base image (network on), with one engine connection made
+    when the first one is needed. A base that cannot be run here leaves the lock absent: a warning, not a
+    failure (a maintainer who can pull the base locks it; `accelenv build` refuses until then)."""
+
+    def __init__(self, repo: Path, *, force: bool) -> None:
+        self.repo = repo
+        self.force = force
+        self.engine: Any = None
+        self.engine_problem: str | None = None
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+
+    def _engine(self) -> Any:
+        from accelenv.build.engine import EngineError, connect
+
+        if self.engine is None and self.engine_problem is None:
+            try:
+                self.engine = connect()
+            except EngineError as error:
+                self.engine_problem = str(error)
+        return self.engine
+
+    def lock(self, matrix: Matrix, env: Environment) -> str | None:
+        """What happened to the OS lock of `env`, or None when its base ships its Python (no OS lock needed)."""
+        from accelenv.build.engine import EngineError, RunSpec
+        from accelenv.fileio import write_atomic
+        from accelenv.plan.lock import (
+            LockState,
+            OsLock,
+            apt_script,
+            os_lock_path,
+            os_lock_state,
+            parse_apt_output,
+            render_os_lock,
+        )
+        from accelenv.plan.render import os_packages
+
+        packages = os_packages(matrix, env)
+        if not packages:
+            return None
+        reference = matrix.runtimes[env.runtime].base_images[env.os].reference
+        rel = os_lock_path(self.repo, env.id).relative_to(self.repo)
+        if os_lock_state(self.repo, env.id, reference, packages) is LockState.CURRENT and not self.force:
+            return f"{rel}: current"
+        warning = f"{rel}: not locked (warning: the image cannot be built until it is)"
+        engine = self._engine()
+        if engine is None:
+            return f"{warning}: {self.engine_problem}"
+        base = engine.image(reference)
+        if base is None:
+            return f"{warning}: its base {reference} is not on this engine; lock it where it can be pulled"
+        lines: list[str] = []
+        try:
+            code = engine.run(RunSpec(image=base.id, command=["sh", "-c", apt_script(packages)]), lines.append)
+        except EngineError as error:
+            return f"{warning}: {error}"
+        try:
+            if code != 0:
+                raise ValueError(f"apt exited {code}: {' '.join(lines[-3:])[:400]}")
+            architecture, found = parse_apt_output("\n".join(lines) + "\n")
+        except ValueError as error:
+            return f"{warning}: {error}"
+        pin = base.digests[0] if base.digests else base.id
+        text = render_os_lock(
+            env.id, packages, OsLock(base=reference, pin=pin, architecture=architecture, packages=tuple(found))
+        )
+        write_atomic(os_lock_path(self.repo, env.id), text, inside=self.repo)
+        return f"{rel}: locked {len(found)} packages from {reference} ({pin[:19]})"
+
+
 def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment], out: TextIO) -> int:
-    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+    from accelenv.plan.lock import LockState, glibc_of, image_lock_path, image_lock_state, lock_path, lock_state
+    from accelenv.plan.render import IMAGE_DEPENDENCIES
 
     repo = repo_of(args)
     rows = [
@@ -105,9 +203,11 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
             "env": env.id,
             "state": str(lock_state(repo, env, glibc_of(matrix, env))),
             "path": str(lock_path(repo, env.id).relative_to(repo)),
+            "os_packages": _os_lock_check(repo, matrix, env),
         }
         for env in envs
     ]
+    image_state = image_lock_state(repo, IMAGE_DEPENDENCIES)
     stale = [r for r in rows if r["state"] == LockState.STALE]
     unlocked = [r for r in rows if r["state"] == LockState.UNLOCKED]
     if args.json:
@@ -116,25 +216,71 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
         hint = {"unlocked": "  (no lock)"}
         for r in rows:
             extra = f"  (the matrix changed: run accelenv lock {r['env']})" if r["state"] == "stale" else ""
-            out.write(f"{r['env']:<24} {r['state']}{extra or hint.get(r['state'], '')}\n")
+            out.write(f"{r['env']!s:<24} {r['state']}{extra or hint.get(str(r['state']), '')}\n")
+            if r["os_packages"] not in (None, "current"):
+                out.write(f"{'':<24} {r['os_packages']}\n")
+        image_rel = image_lock_path(repo).relative_to(repo)
+        out.write(
+            f"{image_rel!s:<24} {image_state}" + ("" if image_state == "current" else ": run accelenv lock") + "\n"
+        )
         out.write(f"{len(rows) - len(stale) - len(unlocked)} current, {len(stale)} stale, {len(unlocked)} unlocked\n")
-    return 1 if stale or (args.require_all and unlocked) else 0
+    os_stale = [r for r in rows if str(r["os_packages"]).startswith("stale")]
+    image_bad = image_state is LockState.STALE or (args.require_all and image_state is LockState.UNLOCKED)
+    return 1 if stale or os_stale or image_bad or (args.require_all and unlocked) else 0
+
+
+def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
+    """The state of an environment's OS package lock, as a line: None when its base ships its Python."""
+    from accelenv.plan.lock import OS_LOCK_NAME, LockState, os_lock_state
+    from accelenv.plan.render import os_packages
+
+    packages = os_packages(matrix, env)
+    if not packages:
+        return None
+    reference = matrix.runtimes[env.runtime].base_images[env.os].reference
+    state = os_lock_state(repo, env.id, reference, packages)
+    if state is LockState.UNLOCKED:
+        return (
+            f"warning: {OS_LOCK_NAME} missing: {reference} lacks Python {env.python}; not buildable until a "
+            f"maintainer who can pull it runs `accelenv lock {env.id}`"
+        )
+    if state is LockState.STALE:
+        return f"stale {OS_LOCK_NAME}: the base or its packages changed: run accelenv lock {env.id}"
+    return "current"
 
 
 # ---------------------------------------------------------------------------------------------------- report
 
 
 def report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("md", "html"), default="md")
+    p.add_argument("--format", choices=("md", "html", "json"), default="md")
     p.add_argument("-o", "--output", metavar="PATH", help="write here (default: standard output)")
     p.add_argument("--check", action="store_true", help="with -o: write nothing; exit 1 if the file is out of date")
+    p.add_argument(
+        "--repository", default="accelenv", help="image repository in the page's tags (default: %(default)s)"
+    )
 
 
 def report(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.plan.report import html_page, markdown
-
     matrix = matrix_of(args)
-    text = markdown(matrix) if args.format == "md" else html_page(matrix)
+    if args.format == "md":
+        from accelenv.plan.report import markdown
+
+        text = markdown(matrix)
+    else:
+        from accelenv.plan.lock import glibc_of, lock_state
+        from accelenv.plan.page import html_page, page_data
+
+        repo = repo_of(args)  # the page shows each environment's lock: read here, passed in as data
+        locks = {env.id: lock_state(repo, env, glibc_of(matrix, env)) for env in matrix.envs.values()}
+        if args.format == "html":
+            text = html_page(matrix, locks=locks, repository=args.repository)
+        else:
+            import io
+
+            buffer = io.StringIO()
+            dump_json(page_data(matrix, locks), buffer)
+            text = buffer.getvalue()
     if not args.output:
         if args.check:
             raise UsageError("--check needs -o PATH: the committed file to compare with")
@@ -204,7 +350,8 @@ COMMANDS = {
     ),
     "report": Command(
         epilog="examples:\n  accelenv report --format md -o docs/compatibility.md\n"
-        "  accelenv report --format html -o compatibility.html   # self-contained: pick a SKU, see why\n"
+        "  accelenv report --format html -o compatibility.html   # one offline page: grid, search, details\n"
+        "  accelenv report --format json                          # the page's data: cells, reasons, locks\n"
         "  accelenv report --format md -o docs/compatibility.md --check   # CI: exit 1 when it drifted",
         arguments=report_arguments,
         run=report,
