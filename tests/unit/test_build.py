@@ -10,18 +10,22 @@ import pytest
 from reference import REFERENCE_MATRIX
 
 from accelenv.build.context import (
+    BaseImage,
     BuildError,
     BuildPlan,
     build_order,
+    epoch_of,
     pip_platforms,
     plan_build,
     source_hash,
+    split_lock,
     sub_matrix,
 )
 from accelenv.build.engine import EngineError, EngineInfo, ImageInfo, RunSpec
 from accelenv.build.images import build_images, locked_pins, run_spec, summary
 from accelenv.host.root import Root
 from accelenv.matrix import Matrix, load_matrix, validate_text
+from accelenv.plan.lock import OsLock, OsPackage, image_requirements, parse_apt_output, parse_os_lock, render_os_lock
 from accelenv.plan.render import human_tag
 
 if TYPE_CHECKING:
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = (REPO / "envs" / "cpu-py311" / "requirements.lock").read_text()
+IMAGE_LOCK = (REPO / "envs" / "accelenv-image.lock").read_text()
+BASE = BaseImage(id="sha256:" + "b" * 64, digest=None, created="2025-06-01T12:00:00.123456789Z")
 
 
 class FakeEngine:
@@ -46,8 +52,20 @@ class FakeEngine:
     def image(self, reference: str) -> ImageInfo | None:
         return self.images.get(reference)
 
-    def build(self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]) -> str:
+    def labelled(self, label: str) -> list[ImageInfo]:
+        return list({i.id: i for i in self.images.values() if label in i.labels}.values())
+
+    def build(
+        self,
+        context: str,
+        *,
+        tag: str | None,
+        nocache: bool,
+        on_line: Callable[[str], None],
+        buildargs: dict[str, str] | None = None,
+    ) -> str:
         self.calls.append(("build", Path(context).name))
+        self.buildargs = dict(buildargs or {})
         on_line("Step 1/2 : FROM base")
         if self.fail:
             raise EngineError(self.fail)
@@ -79,7 +97,9 @@ def matrix() -> Matrix:
 
 def plan(matrix: Matrix, env: str = "cpu-py311", lock: str = LOCK) -> BuildPlan:
     text = (REFERENCE_MATRIX).read_text()
-    return plan_build(matrix, matrix.envs[env], matrix_text=text, lock=lock, accelenv_source="src")
+    return plan_build(
+        matrix, matrix.envs[env], matrix_text=text, lock=lock, image_lock=IMAGE_LOCK, accelenv_source="src", base=BASE
+    )
 
 
 def no_context(plan: BuildPlan, context: Path) -> None:
@@ -187,8 +207,9 @@ def test_another_envs_change_does_not_touch_this_image(matrix: Matrix) -> None:
     )
     assert changed != text
     env = matrix.envs["cpu-py311"]
-    before = plan_build(matrix, env, matrix_text=text, lock=LOCK, accelenv_source="src")
-    after = plan_build(matrix, env, matrix_text=changed, lock=LOCK, accelenv_source="src")
+    common = {"lock": LOCK, "image_lock": IMAGE_LOCK, "accelenv_source": "src", "base": BASE}
+    before = plan_build(matrix, env, matrix_text=text, **common)  # type: ignore[arg-type]
+    after = plan_build(matrix, env, matrix_text=changed, **common)  # type: ignore[arg-type]
     assert before.content_hash == after.content_hash
 
 
@@ -211,7 +232,16 @@ def test_tags(matrix: Matrix) -> None:
 def test_build_order_groups_shared_bases(matrix: Matrix) -> None:
     text = (REFERENCE_MATRIX).read_text()
     plans = [
-        plan_build(matrix, matrix.envs[e], matrix_text=text, lock=LOCK, accelenv_source="s")
+        plan_build(
+            matrix,
+            matrix.envs[e],
+            matrix_text=text,
+            lock=LOCK,
+            image_lock=IMAGE_LOCK,
+            accelenv_source="s",
+            base=BASE,
+            os_lock=_os_lock(BASE.id),
+        )
         for e in ("gpu-nvidia-cu130", "cpu-py311", "gpu-nvidia-cu128", "gaudi-1-23")
     ]
     bases = [p.base_image for p in build_order(plans)]
@@ -274,7 +304,15 @@ def test_summary_counts() -> None:
 
 def test_an_interrupted_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
     class Interrupted(FakeEngine):
-        def build(self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]) -> str:
+        def build(
+            self,
+            context: str,
+            *,
+            tag: str | None,
+            nocache: bool,
+            on_line: Callable[[str], None],
+            buildargs: dict[str, str] | None = None,
+        ) -> str:
             on_line("Step 1/2 : FROM base")
             raise KeyboardInterrupt
 
@@ -291,3 +329,173 @@ def test_disk_full_is_named(matrix: Matrix, tmp_path: Path) -> None:
     message = _build_failure("write /var/lib/docker/tmp/x: no space left on device")
     assert message.startswith("the build ran out of disk space")
     assert "docker system prune" in message
+
+
+# ---------------------------------------------------------------------------------------------------- hermetic
+
+
+def test_the_build_starts_from_the_pinned_base_at_the_bases_time(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine()
+    p = plan(matrix)
+    assert p.base_pin == BASE.id
+    assert p.epoch == 1748779200  # 2025-06-01T12:00:00Z
+    build(engine, [p], tmp_path)
+    assert engine.buildargs == {"BASE_IMAGE": BASE.id, "SOURCE_DATE_EPOCH": "1748779200"}
+
+
+@pytest.mark.parametrize(
+    ("created", "epoch"),
+    [
+        ("2025-06-01T12:00:00Z", 1748779200),
+        ("2025-06-01T12:00:00.5+02:00", 1748772000),
+        ("0001-01-01T00:00:00Z", 0),  # docker's zero time
+        ("yesterday", 0),
+        ("", 0),
+    ],
+)
+def test_epoch_of(created: str, epoch: int) -> None:
+    assert epoch_of(created) == epoch
+
+
+def test_the_base_and_accelenvs_dependencies_are_part_of_the_content(matrix: Matrix) -> None:
+    a = plan(matrix)
+    text = (REFERENCE_MATRIX).read_text()
+    env = matrix.envs["cpu-py311"]
+    other_base = BaseImage(id="sha256:" + "c" * 64, digest=None, created=BASE.created)
+    rebased = plan_build(
+        matrix, env, matrix_text=text, lock=LOCK, image_lock=IMAGE_LOCK, accelenv_source="src", base=other_base
+    )
+    assert rebased.content_hash != a.content_hash
+    small = "six==1.17.0 \\\n    --hash=sha256:" + "a" * 64 + "\n"
+    kept = plan_build(
+        matrix, env, matrix_text=text, lock=small, image_lock=IMAGE_LOCK, accelenv_source="src", base=BASE
+    )
+    assert "jsonschema==" in kept.image_requirements  # the env does not pin it: the image lock's entry goes in
+    relocked = plan_build(
+        matrix,
+        env,
+        matrix_text=text,
+        lock=small,
+        image_lock=IMAGE_LOCK.replace("jsonschema==", "jsonschema==0"),
+        accelenv_source="src",
+        base=BASE,
+    )
+    assert relocked.content_hash != kept.content_hash
+
+
+def test_a_base_without_the_python_needs_an_os_lock(matrix: Matrix) -> None:
+    text = (REFERENCE_MATRIX).read_text()
+    env = matrix.envs["gpu-nvidia-cu128"]
+    with pytest.raises(
+        BuildError,
+        match=r"gpu-nvidia-cu128: its base nvidia/cuda:.* lacks Python 3\.12, and its OS "
+        r"packages are not locked \(envs/gpu-nvidia-cu128/os-packages\.lock is missing\)",
+    ):
+        plan_build(matrix, env, matrix_text=text, lock=LOCK, image_lock=IMAGE_LOCK, accelenv_source="s", base=BASE)
+
+
+def _os_lock(pin: str, architecture: str = "amd64") -> OsLock:
+    package = OsPackage(
+        name="python3.12", version="3.12.3-1", architecture=architecture, size=10, sha256="a" * 64,
+        url="http://archive.ubuntu.com/ubuntu/pool/main/p/python3.12/python3.12_3.12.3-1_amd64.deb",
+    )  # fmt: skip
+    return OsLock(base="nvidia/cuda:x", pin=pin, architecture=architecture, packages=(package,))
+
+
+def test_an_os_lock_from_another_base_or_architecture_is_refused(matrix: Matrix) -> None:
+    text = (REFERENCE_MATRIX).read_text()
+    env = matrix.envs["gpu-nvidia-cu128"]
+    common = {"matrix_text": text, "lock": LOCK, "image_lock": IMAGE_LOCK, "accelenv_source": "s", "base": BASE}
+    with pytest.raises(BuildError, match=r"was made from .* pinned sha256:dddd.*run `accelenv lock gpu-nvidia-cu128"):
+        plan_build(matrix, env, os_lock=_os_lock("sha256:" + "d" * 64), **common)  # type: ignore[arg-type]
+    with pytest.raises(BuildError, match=r"covers arm64, not linux/amd64"):
+        plan_build(matrix, env, os_lock=_os_lock(BASE.id, "arm64"), **common)  # type: ignore[arg-type]
+    ok = plan_build(matrix, env, os_lock=_os_lock(BASE.id), os_lock_text="x", **common)  # type: ignore[arg-type]
+    assert ok.os_lock is not None
+    assert "COPY os-packages/ /tmp/accelenv-os/" in ok.dockerfile
+
+
+def test_split_lock_puts_framework_sized_wheels_first() -> None:
+    lock = "torch==2.9.1 \\\n    --hash=sha256:aa\nsix==1.17.0 \\\n    --hash=sha256:bb\n"
+    large, rest = split_lock(lock, {"torch": 900 * 2**20, "six": 11_000})
+    assert large == "torch==2.9.1 \\\n    --hash=sha256:aa\n"
+    assert rest == "six==1.17.0 \\\n    --hash=sha256:bb\n"
+    assert split_lock(lock, {}) == ("", lock)
+
+
+def test_image_requirements_skip_what_the_env_pins_and_evaluate_markers() -> None:
+    image_lock = (
+        "packaging==26.0 \\\n    --hash=sha256:aa\n"
+        "typing-extensions==4.15.0 ; python_full_version < '3.13' \\\n    --hash=sha256:bb\n    # via referencing\n"
+        "rpds-py==1.0 \\\n    --hash=sha256:cc\n"
+    )
+    env_lock = "packaging==25.0 \\\n    --hash=sha256:dd\n"
+    old = image_requirements(image_lock, env_lock, python="3.11", machine="x86_64")
+    assert old == "typing-extensions==4.15.0 \\\n    --hash=sha256:bb\nrpds-py==1.0 \\\n    --hash=sha256:cc\n"
+    assert image_requirements(image_lock, env_lock, python="3.14", machine="aarch64") == (
+        "rpds-py==1.0 \\\n    --hash=sha256:cc\n"
+    )
+
+
+DEBIAN = "http://deb.debian.org/debian/pool/main"
+APT_OUTPUT = f"""amd64
+@@uris
+'{DEBIAN}/p/python3.11/python3.11_3.11.2-6%2bdeb12u8_amd64.deb' python3.11_3.11.2-6+deb12u8_amd64.deb 574236 \
+MD5Sum:d2b6cecbc9b46432f80085aeef98eb1c
+'{DEBIAN}/m/media-types/media-types_10.0.0_all.deb' media-types_10.0.0_all.deb 26136 \
+MD5Sum:90fd2adb74d07dcc8875d93b1fa12833
+@@records
+Package: python3.11
+Version: 3.11.2-6+deb12u8
+Architecture: amd64
+Description: Interactive high-level object-oriented language
+ (version 3.11)
+SHA256: 1111111111111111111111111111111111111111111111111111111111111111
+
+Package: media-types
+Version: 10.0.0
+SHA256: 2222222222222222222222222222222222222222222222222222222222222222
+"""  # the shape of apt 2.6's answer in Debian 12 (hashes shortened to placeholders)
+
+
+def test_parse_apt_output_and_the_lock_round_trip() -> None:
+    architecture, packages = parse_apt_output(APT_OUTPUT)
+    assert architecture == "amd64"
+    assert [(p.name, p.version, p.architecture, p.size) for p in packages] == [
+        ("python3.11", "3.11.2-6+deb12u8", "amd64", 574236),
+        ("media-types", "10.0.0", "all", 26136),
+    ]
+    assert packages[0].filename == "python3.11_3.11.2-6+deb12u8_amd64.deb"
+    lock = OsLock(base="debian:12", pin="sha256:" + "e" * 64, architecture="amd64", packages=tuple(packages))
+    text = render_os_lock("env", ("python3.11",), lock)
+    assert parse_os_lock(text, where="os-packages.lock") == OsLock(
+        base=lock.base, pin=lock.pin, architecture="amd64", packages=tuple(sorted(packages, key=lambda p: p.name))
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("amd64\n", "apt's answer has no URI list"),
+        ("amd64\n@@uris\n@@records\n", "apt named no package to fetch"),
+        (APT_OUTPUT.replace("SHA256: 1111111111111111111111111111111111111111111111111111111111111111", ""),
+         "apt gave no SHA256 for python3.11 3.11.2-6\\+deb12u8"),
+    ],
+)  # fmt: skip
+def test_parse_apt_output_refuses_what_it_cannot_pin(output: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_apt_output(output)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "python3 3.11 amd64 10 sha256:abc http://x/y.deb",  # short hash
+        "python3 3.11 amd64 10 sha256:" + "a" * 64 + " file:///etc/passwd",  # not http(s)
+        "python3 3.11 amd64 10 sha256:" + "a" * 64 + " http://x/y.deb; rm -rf /",
+    ],
+)
+def test_a_malformed_os_lock_line_is_an_error_naming_the_line(line: str) -> None:
+    text = "# base: debian:12 pinned sha256:" + "e" * 64 + "\n\n" + line + "\n"
+    with pytest.raises(ValueError, match=r"\Aenvs/x/os-packages.lock:3: not `name version"):
+        parse_os_lock(text, where="envs/x/os-packages.lock")

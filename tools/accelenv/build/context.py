@@ -1,15 +1,18 @@
 """What goes into an image, and the build context that holds it.
 
-`plan_build` is pure: from the matrix, an environment, its lock and a hash of accelenv's source, it computes the
-Dockerfile, a one-environment matrix (so changing another environment does not rebuild this image), the content
-hash of everything that goes in, and the tags. `assemble` is the edge: it lays the context out on disk and
-downloads the locked wheels on the host with pip, which checks every hash (and honours the host's proxy and CA
-configuration), so the build itself needs no network for Python packages.
+`plan_build` is pure: from the matrix, an environment, its locks (Python, OS packages, accelenv's own), the pinned
+base image and a hash of accelenv's source, it computes the Dockerfile, a one-environment matrix (so changing
+another environment does not rebuild this image), the content hash of everything that goes in, the fixed time the
+build stamps on every file, and the tags. `assemble` is the edge: it lays the context out on disk, downloads the
+locked wheels on the host with pip (which checks every hash and honours the host's proxy and CA configuration) and
+the locked .debs with requests (sha256 checked), so the build itself runs with the network off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,11 +25,14 @@ import tomlkit
 
 from accelenv.errors import AccelenvError
 from accelenv.matrix.model import PLATFORM_MACHINES
-from accelenv.plan.lock import LOCK_NAME
-from accelenv.plan.render import IMAGE_DEPENDENCIES, dockerfile, human_tag
+from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, OS_LOCK_NAME, image_requirements
+from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from accelenv.matrix import Environment, Matrix
+    from accelenv.plan.lock import OsLock
 
 
 class BuildError(AccelenvError):
@@ -42,10 +48,14 @@ class BuildPlan:
     content_hash: str
     content_tag: str
     human_tag: str
-    base_image: str
+    base_image: str  # the matrix's reference
+    base_pin: str  # what the build starts FROM: the base's image id (or the OS lock's pin)
+    epoch: int  # SOURCE_DATE_EPOCH: the base image's creation time, stamped on every file the build writes
     python: str
     platform: str
     glibc: str
+    image_requirements: str  # what accelenv needs inside the image, from the image lock, hashes included
+    os_lock: OsLock | None  # the .debs to install, when the base lacks the environment's Python
 
 
 def source_hash(source: Path) -> str:
@@ -83,21 +93,70 @@ def sub_matrix(matrix_text: str, env_id: str) -> str:
     return header + tomlkit.dumps(reduced)
 
 
+@dataclass(frozen=True, kw_only=True)
+class BaseImage:
+    """The base image as the engine has it: its id (and registry digest, when pulled) and creation time."""
+
+    id: str
+    digest: str | None
+    created: str  # RFC 3339, as the engine reports it
+
+
+def epoch_of(created: str) -> int:
+    """Seconds since 1970 of an RFC 3339 time (the engine's `Created`); 0 when unreadable (the Unix epoch)."""
+    from datetime import datetime
+
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)", created.strip())
+    if match is None:
+        return 0
+    zone = "+00:00" if match[2] == "Z" else match[2]
+    return max(0, int(datetime.fromisoformat(match[1] + zone).timestamp()))
+
+
 def plan_build(
     matrix: Matrix,
     env: Environment,
     *,
     matrix_text: str,
     lock: str,
+    image_lock: str,
     accelenv_source: str,
+    base: BaseImage,
+    os_lock: OsLock | None = None,
+    os_lock_text: str = "",
     repository: str = "accelenv",
     platform: str = "linux/amd64",
 ) -> BuildPlan:
+    """Raises BuildError when the image cannot be built hermetically: OS packages needed but not locked (or locked
+    for another architecture or another base than the engine has)."""
     runtime = matrix.runtimes[env.runtime]
+    reference = runtime.base_images[env.os].reference
+    pin = base.digest or base.id
+    needed = os_packages(matrix, env)
+    if needed:
+        where = f"envs/{env.id}/{OS_LOCK_NAME}"
+        if os_lock is None:
+            raise BuildError(
+                f"{env.id}: its base {reference} lacks Python {env.python}, and its OS packages are not locked "
+                f"({where} is missing), so the build would need the network: run `accelenv lock {env.id}` where "
+                "the base image can be pulled and run"
+            )
+        if DPKG_ARCHITECTURES.get(platform) != os_lock.architecture:
+            raise BuildError(
+                f"{env.id}: {where} covers {os_lock.architecture}, not {platform}; lock it on a {platform} machine"
+            )
+        if os_lock.pin not in (base.id, base.digest):
+            raise BuildError(
+                f"{env.id}: {where} was made from {reference} pinned {os_lock.pin}, but the engine's {reference} is "
+                f"{pin}: run `accelenv lock {env.id} --force` (or pull the pinned base)"
+            )
+        pin = os_lock.pin
     text = dockerfile(matrix, env)
     reduced = sub_matrix(matrix_text, env.id)
+    machine = PLATFORM_MACHINES[platform]
+    requirements = image_requirements(image_lock, lock, python=env.python, machine=machine)
     digest = hashlib.sha256()
-    for part in (text, lock, reduced, accelenv_source, "\n".join(IMAGE_DEPENDENCIES), platform):
+    for part in (text, lock, reduced, accelenv_source, requirements, os_lock_text, pin, platform):
         digest.update(part.encode() + b"\0")
     content = digest.hexdigest()
     glibc = matrix.os[env.os].glibc if env.os in matrix.os else None
@@ -109,10 +168,14 @@ def plan_build(
         content_hash=content,
         content_tag=f"{repository}:{env.id}-{content[:16]}",
         human_tag=human_tag(repository, matrix, env),
-        base_image=runtime.base_images[env.os].reference,
+        base_image=reference,
+        base_pin=pin,
+        epoch=epoch_of(base.created),
         python=env.python,
         platform=platform,
         glibc=glibc or "2.28",
+        image_requirements=requirements,
+        os_lock=os_lock if needed else None,
     )
 
 
@@ -148,12 +211,64 @@ def _pip(args: list[str], what: str, timeout: float) -> None:
         raise BuildError(f"{what} failed: {detail}")
 
 
+def split_lock(lock: str, sizes: Mapping[str, int]) -> tuple[str, str]:
+    """The lock's entries in two requirement files: those whose wheel (by normalised name) is at least
+    LARGE_WHEEL bytes, and the rest. Pure: the large file changes only when a large pin does."""
+    from packaging.utils import canonicalize_name
+
+    from accelenv.plan.lock import _blocks
+
+    large: list[str] = []
+    rest: list[str] = []
+    for key, block in _blocks(lock).items():
+        name = canonicalize_name(key.partition("==")[0])
+        (large if sizes.get(name, 0) >= LARGE_WHEEL else rest).append(block)
+    return "\n".join(large) + ("\n" if large else ""), "\n".join(rest) + ("\n" if rest else "")
+
+
+MAX_DEB = 512 * 2**20  # one .deb; the largest in Debian are a few hundred MB
+
+
+def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0) -> None:
+    """Download every .deb of the OS lock into `folder`, each checked against its size and sha256."""
+    import requests
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for package in lock.packages:
+        target = folder / package.filename
+        digest = hashlib.sha256()
+        received = 0
+        try:
+            with requests.get(package.url, stream=True, timeout=timeout) as response:
+                response.raise_for_status()
+                with target.open("wb") as out:
+                    for chunk in response.iter_content(chunk_size=1 << 20):
+                        received += len(chunk)
+                        if received > min(package.size, MAX_DEB):
+                            raise BuildError(f"{package.url} is larger than the {package.size} bytes its lock says")
+                        digest.update(chunk)
+                        out.write(chunk)
+        except requests.RequestException as error:
+            raise BuildError(f"cannot download {package.url}: {error}") from error
+        if received != package.size or digest.hexdigest() != package.sha256:
+            target.unlink()
+            raise BuildError(
+                f"{package.url}: got {received} bytes with sha256 {digest.hexdigest()}, the lock says {package.size} "
+                f"bytes with sha256 {package.sha256}; the archive changed or the download was tampered with"
+            )
+
+
 def assemble(plan: BuildPlan, context: Path, *, source: Path, timeout: float = 1800.0) -> None:
-    """Lay out the build context: Dockerfile, lock, matrix, hash-checked wheels, accelenv and what it needs."""
+    """Lay out the build context: Dockerfile, lock, matrix, hash-checked wheels in two groups, accelenv's wheel,
+    the locked .debs; every file's time is set to the plan's epoch (COPY keeps it)."""
+    from packaging.utils import canonicalize_name
+
     if context.exists():
         shutil.rmtree(context)
-    (context / "wheels").mkdir(parents=True)
-    (context / "accelenv").mkdir()
+    download = context.parent / "download"
+    for folder in (context / "wheels" / "large", context / "wheels" / "rest", context / "accelenv", download):
+        folder.mkdir(parents=True, exist_ok=True)
+    (context / "os-packages").mkdir()
     (context / "Dockerfile").write_text(plan.dockerfile, encoding="utf-8")
     (context / LOCK_NAME).write_text(plan.lock, encoding="utf-8")
     (context / "matrix.toml").write_text(plan.matrix, encoding="utf-8")
@@ -165,22 +280,44 @@ def assemble(plan: BuildPlan, context: Path, *, source: Path, timeout: float = 1
         "cp",
         *(arg for tag in pip_platforms(plan.platform, plan.glibc) for arg in ("--platform", tag)),
     ]
+    (download / "image.txt").write_text(plan.image_requirements, encoding="utf-8")
     _pip(
-        ["download", "--no-deps", "--require-hashes", "--dest", str(context / "wheels"), *target,
-         "-r", str(context / LOCK_NAME)],
+        ["download", "--no-deps", "--require-hashes", "--dest", str(download), *target, "-r", str(context / LOCK_NAME)],
         f"downloading the locked wheels of {plan.env}",
         timeout,
-    )  # fmt: skip
+    )
+    if plan.image_requirements:
+        _pip(
+            ["download", "--no-deps", "--require-hashes", "--dest", str(download), *target,
+             "-r", str(download / "image.txt")],
+            "downloading what accelenv needs inside the image",
+            timeout,
+        )  # fmt: skip
+    sizes: dict[str, int] = {
+        str(canonicalize_name(wheel.name.split("-")[0])): wheel.stat().st_size for wheel in download.glob("*.whl")
+    }
+    large, rest = split_lock(plan.lock, sizes)
+    large_names = {canonicalize_name(line.split("==")[0]) for line in large.splitlines() if "==" in line[:200]}
+    for wheel in download.glob("*.whl"):
+        group = "large" if canonicalize_name(wheel.name.split("-")[0]) in large_names else "rest"
+        wheel.rename(context / "wheels" / group / wheel.name)
+    (context / "wheels" / "large" / "requirements.txt").write_text(large, encoding="utf-8")
+    (context / "wheels" / "rest" / "requirements.txt").write_text(rest + plan.image_requirements, encoding="utf-8")
     _pip(
         ["wheel", "--no-deps", "--wheel-dir", str(context / "accelenv"), str(source)],
         "building accelenv's wheel",
         timeout,
     )
-    _pip(
-        ["download", "--dest", str(context / "accelenv"), *target, *IMAGE_DEPENDENCIES],
-        "downloading what accelenv needs inside the image",
-        timeout,
-    )
+    if plan.os_lock is not None:
+        fetch_debs(plan.os_lock, context / "os-packages")
+    shutil.rmtree(download)
+    clamp_times(context, plan.epoch)
+
+
+def clamp_times(folder: Path, epoch: int) -> None:
+    """Every file and folder under `folder` (itself included) gets this modification time."""
+    for path in [folder, *folder.rglob("*")]:
+        os.utime(path, (epoch, epoch), follow_symlinks=False)
 
 
 def find_source() -> Path:

@@ -41,7 +41,9 @@ class ImageInfo:
     tags: tuple[str, ...]
     labels: dict[str, str]
     size: int
-    layers: tuple[str, ...]  # RootFS layer digests, to count what images share
+    layers: tuple[str, ...]  # RootFS layer digests (diff_ids), to count what images share and compare builds
+    digests: tuple[str, ...] = ()  # repository@sha256:... of a pulled image (none for one built or imported here)
+    created: str = ""  # RFC 3339
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,8 +69,16 @@ class Engine(Protocol):
     def image(self, reference: str) -> ImageInfo | None: ...
 
     def build(
-        self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]
-    ) -> str: ...  # the image id
+        self,
+        context: str,
+        *,
+        tag: str | None,
+        nocache: bool,
+        on_line: Callable[[str], None],
+        buildargs: dict[str, str] | None = None,
+    ) -> str: ...  # the image id; the build's network is off
+
+    def labelled(self, label: str) -> list[ImageInfo]: ...  # every image carrying this label
 
     def tag(self, image_id: str, reference: str) -> None: ...
 
@@ -118,16 +128,46 @@ class DockerEngine:
             labels=dict(config.get("Labels") or {}),
             size=int(data.get("Size") or 0),
             layers=tuple((data.get("RootFS") or {}).get("Layers") or ()),
+            digests=tuple(data.get("RepoDigests") or ()),
+            created=str(data.get("Created") or ""),
         )
 
-    def build(self, context: str, *, tag: str | None, nocache: bool, on_line: Callable[[str], None]) -> str:
-        """Build without a tag (the caller tags only after success: a failed build leaves no tag behind)."""
+    def labelled(self, label: str) -> list[ImageInfo]:
+        """Every image carrying `label` (any value), inspected."""
+        import docker.errors
+
+        try:
+            listed = self._client.images(filters={"label": label})
+        except docker.errors.APIError as error:
+            raise EngineError(f"cannot list images: {_explain(error)}") from error
+        found = [self.image(str(entry["Id"])) for entry in listed]
+        return [info for info in found if info is not None]
+
+    def build(
+        self,
+        context: str,
+        *,
+        tag: str | None,
+        nocache: bool,
+        on_line: Callable[[str], None],
+        buildargs: dict[str, str] | None = None,
+    ) -> str:
+        """Build without a tag (the caller tags only after success: a failed build leaves no tag behind), with
+        the network off: everything the build needs is in its context."""
         import docker.errors
 
         image_id: str | None = None
         try:
             stream: Iterator[dict[str, Any]] = self._client.build(
-                path=context, tag=tag, nocache=nocache, rm=True, forcerm=True, decode=True, pull=False
+                path=context,
+                tag=tag,
+                nocache=nocache,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                pull=False,
+                network_mode="none",
+                buildargs=buildargs or {},
             )
             for chunk in stream:
                 if "stream" in chunk:

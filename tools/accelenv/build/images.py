@@ -138,7 +138,13 @@ def _build_one(
         try:
             ctx(plan, context)
             out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] context ready (wheels checked on the host)\n")
-            image_id = engine.build(str(context), tag=None, nocache=nocache, on_line=on_line)
+            image_id = engine.build(
+                str(context),
+                tag=None,
+                nocache=nocache,
+                on_line=on_line,
+                buildargs={"BASE_IMAGE": plan.base_pin, "SOURCE_DATE_EPOCH": str(plan.epoch)},
+            )
         except KeyboardInterrupt:
             failed("interrupted")
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -14,8 +15,11 @@ from accelenv.matrix.load import find_matrix
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
-    from accelenv.matrix.model import Matrix
+    from accelenv.build.context import BuildPlan
+    from accelenv.build.engine import Engine
+    from accelenv.matrix.model import Environment, Matrix
 
 
 def _lock_text(repo: Path, env_id: str) -> str:
@@ -41,6 +45,90 @@ def _image_ref(args: argparse.Namespace, matrix: Matrix, env_id: str) -> str:
 # ---------------------------------------------------------------------------------------------------- build
 
 
+def _plan_one(
+    engine: Engine,
+    matrix: Matrix,
+    env: Environment,
+    *,
+    repo: Path,
+    matrix_text: str,
+    source_digest: str,
+    repository: str,
+) -> BuildPlan | str:
+    """The build plan of `env`, or why it cannot be built (no current lock, no base image, OS packages unlocked)."""
+    from accelenv.build.context import BaseImage, BuildError, plan_build
+    from accelenv.plan.lock import (
+        LockState,
+        glibc_of,
+        image_lock_path,
+        image_lock_state,
+        lock_state,
+        os_lock_path,
+        os_lock_state,
+        parse_os_lock,
+    )
+    from accelenv.plan.render import IMAGE_DEPENDENCIES, os_packages
+
+    state = lock_state(repo, env, glibc_of(matrix, env))
+    if state is not LockState.CURRENT:
+        return f"lock is {state}: run `accelenv lock {env.id}`"
+    image_state = image_lock_state(repo, IMAGE_DEPENDENCIES)
+    if image_state is not LockState.CURRENT:
+        return f"{image_lock_path(repo).relative_to(repo)} is {image_state}: run `accelenv lock`"
+    reference = matrix.runtimes[env.runtime].base_images[env.os].reference
+    os_lock, os_text = None, ""
+    packages = os_packages(matrix, env)
+    if packages:
+        os_state = os_lock_state(repo, env.id, reference, packages)
+        if os_state is LockState.STALE:
+            return f"its OS package lock is stale: run `accelenv lock {env.id}`"
+        if os_state is LockState.CURRENT:
+            path = os_lock_path(repo, env.id)
+            os_text = read_text(path, what="OS package lock")
+            try:
+                os_lock = parse_os_lock(os_text, where=str(path.relative_to(repo)))
+            except ValueError as error:
+                return str(error)
+    found = engine.image(os_lock.pin if os_lock else reference)
+    if found is None:
+        return f"its base image {reference} is not on the engine: pull it (docker pull {reference}) or build it"
+    try:
+        return plan_build(
+            matrix,
+            env,
+            matrix_text=matrix_text,
+            lock=_lock_text(repo, env.id),
+            image_lock=read_text(image_lock_path(repo), what="lock file"),
+            accelenv_source=source_digest,
+            base=BaseImage(id=found.id, digest=found.digests[0] if found.digests else None, created=found.created),
+            os_lock=os_lock,
+            os_lock_text=os_text,
+            repository=repository,
+        )
+    except BuildError as error:
+        return str(error)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM during builds is handled as Ctrl-C: the build in progress is abandoned untagged, its temporary
+    context removed, and accelenv exits 130."""
+    import signal
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave SIGTERM as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: all locked ones)")
     p.add_argument("--push", metavar="REGISTRY", help="also push to REGISTRY (skipped when it has the content tag)")
@@ -51,11 +139,10 @@ def build_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.build.context import build_order, find_source, plan_build, source_hash
+    from accelenv.build.context import build_order, find_source, source_hash
     from accelenv.build.engine import connect
     from accelenv.build.images import build_images, summary
     from accelenv.matrix.resolve import get_env
-    from accelenv.plan.lock import LockState, glibc_of, lock_state
 
     matrix = matrix_of(args)
     repo = repo_of(args)
@@ -63,42 +150,43 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
     source = find_source()
     source_digest = source_hash(source)
     matrix_text = read_text(find_matrix(args.matrix), what="matrix")
+    engine = connect()
     plans, unbuildable = [], []
     for env in envs:
-        state = lock_state(repo, env, glibc_of(matrix, env))
-        if state is not LockState.CURRENT:
-            unbuildable.append((env.id, f"lock is {state}: run `accelenv lock {env.id}`"))
-            continue
-        plans.append(
-            plan_build(
-                matrix,
-                env,
-                matrix_text=matrix_text,
-                lock=_lock_text(repo, env.id),
-                accelenv_source=source_digest,
-                repository=args.repository,
-            )
+        planned = _plan_one(
+            engine,
+            matrix,
+            env,
+            repo=repo,
+            matrix_text=matrix_text,
+            source_digest=source_digest,
+            repository=args.repository,
         )
+        if isinstance(planned, str):
+            unbuildable.append((env.id, planned))
+        else:
+            plans.append(planned)
     for env_id, reason in unbuildable:
         out.write(f"{env_id}: not built: {reason}\n")
     if args.envs and unbuildable:
+        engine.close()
         raise UsageError(f"{len(unbuildable)} environment(s) cannot be built: {', '.join(e for e, _ in unbuildable)}")
-    engine = connect()
-    info = engine.info()
-    progress = sys.stderr if args.json else out
-    progress.write(
-        f"engine: {info.host}, Docker {info.server_version}, API {info.api_version} ({info.os}/{info.arch})\n"
-    )
-    results = build_images(
-        engine,
-        build_order(plans),
-        source=source,
-        logs=repo / ".accelenv" / "build-logs",
-        nocache=args.no_cache,
-        dry_run=args.dry_run,
-        push=args.push,
-        out=progress,
-    )
+    with engine, _sigterm_interrupts():
+        info = engine.info()
+        progress = sys.stderr if args.json else out
+        progress.write(
+            f"engine: {info.host}, Docker {info.server_version}, API {info.api_version} ({info.os}/{info.arch})\n"
+        )
+        results = build_images(
+            engine,
+            build_order(plans),
+            source=source,
+            logs=repo / ".accelenv" / "build-logs",
+            nocache=args.no_cache,
+            dry_run=args.dry_run,
+            push=args.push,
+            out=progress,
+        )
     if args.json:
         dump_json(
             {

@@ -200,3 +200,251 @@ def _explain(stderr: str, env: Environment, platform: str) -> str:
 def glibc_of(matrix: Matrix, env: Environment) -> str | None:
     base = matrix.os.get(env.os)
     return base.glibc if base else None
+
+
+# ---------------------------------------------------------------------------------------------------- OS packages
+#
+# Where an image's base lacks the environment's Python, the image installs it from the OS's archive. The build runs
+# with the network off, so those packages are pinned like the wheels: `envs/<env>/os-packages.lock` names each
+# .deb (name, version, architecture, size, sha256, URL) and the base image it was resolved against, pinned by its
+# registry digest or, for a base made locally, its image id. `accelenv lock` makes it by asking apt inside the base
+# (with the network on); `accelenv build` downloads each file on the host, checks it, and installs it offline.
+
+OS_LOCK_NAME = "os-packages.lock"
+OS_INPUT_LINE = "# accelenv-os-lock-input: sha256:{digest}"
+_OS_INPUT = re.compile(r"^# accelenv-os-lock-input: sha256:([0-9a-f]{64})$", re.MULTILINE)
+_OS_BASE = re.compile(r"^# base: (\S+) pinned (\S+)$", re.MULTILINE)
+_OS_LINE = re.compile(
+    r"\A(?P<name>[a-z0-9][a-z0-9+.-]*) (?P<version>[0-9A-Za-z.+~:-]+) (?P<arch>[a-z0-9-]+) (?P<size>[0-9]{1,12}) "
+    r"sha256:(?P<sha256>[0-9a-f]{64}) (?P<url>https?://[!-~]+)\Z"
+)
+# linux/<platform> -> dpkg's architecture name
+DPKG_ARCHITECTURES = {"linux/amd64": "amd64", "linux/arm64": "arm64"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OsPackage:
+    name: str
+    version: str
+    architecture: str
+    size: int
+    sha256: str
+    url: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}_{self.version.split(':')[-1]}_{self.architecture}.deb"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OsLock:
+    base: str  # the matrix's reference
+    pin: str  # what the build starts FROM: repository@sha256:... or a local image id (sha256:...)
+    architecture: str  # dpkg's name for the one architecture the lock covers
+    packages: tuple[OsPackage, ...]
+
+
+def os_lock_path(repo: Path, env_id: str) -> Path:
+    return repo / "envs" / env_id / OS_LOCK_NAME
+
+
+def os_input_digest(base: str, packages: tuple[str, ...]) -> str:
+    return hashlib.sha256(json.dumps({"base": base, "packages": sorted(packages)}).encode()).hexdigest()
+
+
+def render_os_lock(env_id: str, packages: tuple[str, ...], lock: OsLock) -> str:
+    header = [
+        HEADER.format(env=env_id),
+        OS_INPUT_LINE.format(digest=os_input_digest(lock.base, packages)),
+        f"# base: {lock.base} pinned {lock.pin}",
+        f"# architecture: {lock.architecture}; requested: {' '.join(sorted(packages))}",
+        "# name version architecture size sha256 url (accelenv build fetches each on the host, checks it, and",
+        "# installs it with dpkg with the network off)",
+    ]
+    rows = [
+        f"{p.name} {p.version} {p.architecture} {p.size} sha256:{p.sha256} {p.url}"
+        for p in sorted(lock.packages, key=lambda p: p.name)
+    ]
+    return "\n".join([*header, "", *rows, ""])
+
+
+def parse_os_lock(text: str, *, where: str) -> OsLock:
+    """The lock's packages and pin; a malformed line is an error naming the file and line."""
+    base = _OS_BASE.search(text)
+    if base is None:
+        raise ValueError(f"{where}: no `# base: ... pinned ...` line; run accelenv lock again")
+    packages = []
+    architectures = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _OS_LINE.match(line)
+        if match is None:
+            raise ValueError(f"{where}:{number}: not `name version architecture size sha256:HEX url`: {line[:120]!r}")
+        packages.append(
+            OsPackage(
+                name=match["name"],
+                version=match["version"],
+                architecture=match["arch"],
+                size=int(match["size"]),
+                sha256=match["sha256"],
+                url=match["url"],
+            )
+        )
+        if match["arch"] != "all":
+            architectures.add(match["arch"])
+    if len(architectures) > 1:
+        raise ValueError(f"{where}: packages of several architectures ({', '.join(sorted(architectures))})")
+    arch = re.search(r"^# architecture: ([a-z0-9-]+);", text, re.MULTILINE)
+    return OsLock(
+        base=base.group(1),
+        pin=base.group(2),
+        architecture=arch.group(1) if arch else next(iter(architectures), "all"),
+        packages=tuple(packages),
+    )
+
+
+def os_lock_state(repo: Path, env_id: str, base: str, packages: tuple[str, ...]) -> LockState:
+    from accelenv.fileio import read_text_if_exists
+
+    text = read_text_if_exists(os_lock_path(repo, env_id), what="OS package lock")
+    if text is None:
+        return LockState.UNLOCKED
+    match = _OS_INPUT.search(text)
+    return LockState.CURRENT if match and match.group(1) == os_input_digest(base, packages) else LockState.STALE
+
+
+def apt_script(packages: tuple[str, ...]) -> str:
+    """Shell run in a throwaway container of the base (network on): the URIs of what `apt-get install` would
+    fetch, then apt's record of each candidate (its SHA256). Nothing is installed."""
+    names = " ".join(packages)
+    return (
+        "set -e; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/null; "
+        f"dpkg --print-architecture; echo '@@uris'; apt-get install --print-uris --no-install-recommends -qq {names}; "
+        "echo '@@records'; "
+        f"apt-get install --print-uris --no-install-recommends -qq {names} "
+        "| sed -n \"s/^'[^']*' \\([^_]*\\)_.*/\\1/p\" | xargs -r apt-cache show --no-all-versions"
+    )
+
+
+def parse_apt_output(output: str) -> tuple[str, list[OsPackage]]:
+    """dpkg's architecture and the packages, from the output of `apt_script`; ValueError when it is not that."""
+    head, sep, rest = output.partition("@@uris\n")
+    uris, sep2, records = rest.partition("@@records\n")
+    if not sep or not sep2:
+        raise ValueError(f"apt's answer has no URI list: {output.strip()[-400:]!r}")
+    architecture = head.strip().splitlines()[-1].strip() if head.strip() else ""
+    shas: dict[tuple[str, str], str] = {}
+    for record in records.split("\n\n"):
+        fields = {
+            key.strip(): value.strip()
+            for key, _, value in (line.partition(":") for line in record.splitlines() if not line.startswith(" "))
+        }
+        if "Package" in fields and "Version" in fields and "SHA256" in fields:
+            shas[(fields["Package"], fields["Version"])] = fields["SHA256"]
+    packages = []
+    line_form = re.compile(r"\A'(?P<url>[^']+)' (?P<file>[^ ]+) (?P<size>[0-9]+) \S+\Z")
+    for line in uris.splitlines():
+        match = line_form.match(line.strip())
+        if match is None:
+            continue
+        name, version_in_file, arch = match["file"].removesuffix(".deb").split("_")
+        found = [(v, sha) for (n, v), sha in shas.items() if n == name and v.split(":")[-1] == version_in_file]
+        if not found or not re.fullmatch(r"[0-9a-f]{64}", found[0][1]):
+            raise ValueError(f"apt gave no SHA256 for {name} {version_in_file}")
+        version, sha = found[0]
+        packages.append(
+            OsPackage(
+                name=name, version=version, architecture=arch, size=int(match["size"]), sha256=sha, url=match["url"]
+            )
+        )
+    if not packages:
+        raise ValueError(f"apt named no package to fetch: {output.strip()[-400:]!r}")
+    return architecture, packages
+
+
+# ---------------------------------------------------------------------------------------------------- accelenv's own
+#
+# What accelenv needs inside every image (render.IMAGE_DEPENDENCIES) is locked once for every Python and platform
+# (`uv pip compile --universal --generate-hashes`) in envs/accelenv-image.lock; each image installs the entries
+# its environment's lock does not pin itself (the environment's own pin wins).
+
+IMAGE_LOCK_NAME = "accelenv-image.lock"
+IMAGE_LOCK_PYTHON = "3.11"  # accelenv's requires-python floor
+
+
+def image_lock_path(repo: Path) -> Path:
+    return repo / "envs" / IMAGE_LOCK_NAME
+
+
+def image_input_digest(requirements: tuple[str, ...]) -> str:
+    data = {"requirements": sorted(requirements), "python": IMAGE_LOCK_PYTHON, "index_url": PYPI}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def image_lock_state(repo: Path, requirements: tuple[str, ...]) -> LockState:
+    from accelenv.fileio import read_text_if_exists
+
+    text = read_text_if_exists(image_lock_path(repo), what="lock file")
+    if text is None:
+        return LockState.UNLOCKED
+    match = _INPUT.search(text)
+    return LockState.CURRENT if match and match.group(1) == image_input_digest(requirements) else LockState.STALE
+
+
+def resolve_image_lock(requirements: tuple[str, ...], *, timeout: float = 900.0) -> Resolution:
+    argv = [
+        _uv(), "pip", "compile", "-", "--universal", "--generate-hashes", "--no-header", "--quiet",
+        "--python-version", IMAGE_LOCK_PYTHON,
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(
+            argv, input="\n".join(requirements) + "\n", capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except FileNotFoundError:
+        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem="uv is not installed (pip install uv)")
+    except subprocess.TimeoutExpired:
+        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=f"the resolver did not finish within {timeout:g} s")
+    if proc.returncode != 0:
+        detail = " ".join(proc.stderr.strip().splitlines()[-4:])[:600]
+        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=f"no resolution: {detail}")
+    header = [
+        HEADER.format(env="").rstrip() + " (accelenv's own dependencies inside every image)",
+        INPUT_LINE.format(digest=image_input_digest(requirements)),
+        f"# universal: Python >= {IMAGE_LOCK_PYTHON}, every platform; requirements: {' '.join(requirements)}",
+    ]
+    return Resolution(env=IMAGE_LOCK_NAME, text="\n".join([*header, "", proc.stdout.strip("\n"), ""]), problem=None)
+
+
+def image_requirements(image_lock: str, env_lock: str, *, python: str, machine: str) -> str:
+    """The entries of the image lock that apply to this Python and machine and that the environment's lock does
+    not pin itself, markers evaluated (pip would evaluate them against the host, not the image)."""
+    from packaging.markers import Marker
+    from packaging.utils import canonicalize_name
+
+    pinned = {canonicalize_name(key.partition("==")[0]) for key in _blocks(env_lock)}
+    environment = {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "platform_machine": machine,
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
+    out = []
+    for key, block in _blocks(image_lock).items():
+        if canonicalize_name(key.partition("==")[0]) in pinned:
+            continue
+        first, _, rest = block.partition("\n")
+        head, backslash, _ = first.partition(" \\")
+        requirement, _, marker = head.partition(";")
+        if marker.strip() and not Marker(marker.strip()).evaluate(environment):
+            continue
+        lines = [requirement.strip() + (" \\" if backslash else "")]
+        lines += [line for line in rest.splitlines() if not line.lstrip().startswith("#")]
+        if lines[-1].endswith(" \\"):
+            lines[-1] = lines[-1][:-2]
+        out.append("\n".join(lines))
+    return "\n".join(out) + ("\n" if out else "")

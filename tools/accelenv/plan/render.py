@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.fileio import check_inside, read_text_if_exists, remove_stale_temps, write_atomic
 from accelenv.matrix.resolve import resolve
-from accelenv.plan.lock import LOCK_NAME, input_digest
+from accelenv.plan.lock import IMAGE_LOCK_NAME, LOCK_NAME, OS_LOCK_NAME, input_digest
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,8 +43,11 @@ NVIDIA_BRANDS = (
     "vws",
     "cloudgaming",
 )
-# What an image needs of accelenv's own dependencies to run `accelenv check` (the rest serve builds and locks).
+# What an image needs of accelenv's own dependencies to run `accelenv check` (the rest serve builds and locks);
+# hash-locked for every image in envs/IMAGE_LOCK_NAME by `accelenv lock`.
 IMAGE_DEPENDENCIES = ("packaging>=24", "jsonschema>=4.21")
+# Wheels at least this large go into the image's first venv layer (frameworks change less often than small pins).
+LARGE_WHEEL = 10 * 2**20
 USER = "accelenv"
 UID = 1000
 
@@ -95,6 +98,57 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
+def os_packages(matrix: Matrix, env: Environment) -> tuple[str, ...]:
+    """The OS packages an image needs on top of its base: none when the base ships the environment's Python,
+    else that Python, its venv module and CA certificates (pinned in `envs/<env>/os-packages.lock`)."""
+    if matrix.runtimes[env.runtime].base_images[env.os].python == env.python:
+        return ()
+    return (f"python{env.python}", f"python{env.python}-venv", "ca-certificates")
+
+
+# Shell for the end of a RUN: what the stage changed gets the fixed time SOURCE_DATE_EPOCH, so a layer's bytes
+# depend on what it holds, not on when it was built. "Changed" is a newer modification time than that epoch (the
+# base's creation time; every earlier step clamped its own files) except in the stage that installs .debs, whose
+# files keep the packages' old times: there it is a newer inode change than the mark the stage's first step left.
+# Build-time mounts (/proc, /sys, /dev, /etc/hosts, ...), what the engine adds to every container (.dockerenv,
+# /etc/mtab) and /tmp's contents are left out.
+_FIND = (
+    r"cd / && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path './tmp/*'"
+    r" -o -path './accelenv-delta*' -o -path ./.dockerenv -o -path ./etc/mtab -o -path ./etc/hosts"
+    r" -o -path ./etc/hostname -o -path ./etc/resolv.conf \) -prune -o {test} -print0 > /tmp/accelenv-changed"
+)
+NEWER = '-newermt "@${SOURCE_DATE_EPOCH}"'
+NEWER_INODE = "-cnewer /tmp/accelenv-mark"
+MARK = "touch /tmp/accelenv-mark"
+_TOUCH = 'touch -h -d "@${SOURCE_DATE_EPOCH}"'
+
+
+def _clamp_in_place() -> list[str]:
+    """Clamp what this step changed, where it is (for steps of the image's own stages)."""
+    return [
+        f" && {_FIND.format(test=NEWER)} \\",
+        f" && xargs -0r {_TOUCH} < /tmp/accelenv-changed && rm /tmp/accelenv-changed && {_TOUCH} /tmp",
+    ]
+
+
+def _capture(stage: str, test: str = NEWER) -> list[str]:
+    """Clamp what this stage changed and copy it into /accelenv-delta-<stage>: the image takes it with one COPY,
+    so it gets exactly these files (not the wheels or .debs they came from) as one layer."""
+    delta = f"/accelenv-delta-{stage}"
+    return [
+        f" && {_FIND.format(test=test)} && xargs -0r {_TOUCH} < /tmp/accelenv-changed \\",
+        f" && mkdir {delta} && tar --null --no-recursion -T /tmp/accelenv-changed -cf - | tar -C {delta} -xf - \\",
+        f" && find {delta} -exec {_TOUCH} {{}} +",
+    ]
+
+
+def _pip_install(folder: str) -> list[str]:
+    return [
+        f" && if [ -s {folder}/requirements.txt ]; then /opt/venv/bin/python -m pip install --no-cache-dir \\",
+        f"      --no-index --find-links {folder} --require-hashes --no-deps -r {folder}/requirements.txt; fi \\",
+    ]
+
+
 def dockerfile(matrix: Matrix, env: Environment) -> str:
     family = matrix.families[env.family]
     runtime = matrix.runtimes[env.runtime]
@@ -102,29 +156,52 @@ def dockerfile(matrix: Matrix, env: Environment) -> str:
     os_base = matrix.os[env.os]
     python = f"python{env.python}"
     digest = env_hash(matrix, env)
+    packages = os_packages(matrix, env)
     lines = [
         f"# {GENERATED_BY}",
         f"# Environment {env.id}: {env.description}",
         f"# Runtime {runtime.name}; Python {env.python} on {os_base.name}; platforms {', '.join(env.platforms)}.",
-        "# Build context (laid out by `accelenv build`): requirements.lock, wheels/, accelenv/, matrix.toml.",
+        "# Build context (laid out by `accelenv build`, which builds with the network off): os-packages/ (the .debs",
+        f"# of {OS_LOCK_NAME}), wheels/large/ and wheels/rest/ (the locked wheels, hash-checked on the host, split",
+        f"# at {LARGE_WHEEL // 2**20} MiB), accelenv/ (its wheel), {LOCK_NAME}, matrix.toml.",
+        "# Reproducible: every step clamps the times of what it writes to SOURCE_DATE_EPOCH (the base image's",
+        "# creation time), pycs are hash-based, no package caches or logs are kept, so the same inputs give the same",
+        "# layers (diff_ids). The image id still differs between builds: the classic builder stamps the build time",
+        "# into the image config (created, history).",
         "",
         f"ARG BASE_IMAGE={image.reference}",
         "",
-        "# ---- OS layer: shared by every environment on this base and runtime",
-        "FROM ${BASE_IMAGE} AS os",
-        "ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1",
     ]
-    if image.python != env.python:
+    if packages:
         lines += [
-            f"# The base image ships no Python {env.python}; {os_base.name} provides it.",
-            "RUN apt-get update \\",
-            " && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \\",
-            " && rm -rf /var/lib/apt/lists/* \\",
-            f" && {python} --version",
+            f"# ---- OS packages: the base ships no Python {env.python}; {os_base.name} provides it. The .debs of",
+            f"# {OS_LOCK_NAME} ({', '.join(packages)} and what they need), installed offline",
+            "FROM ${BASE_IMAGE} AS os-packages",
+            "ARG SOURCE_DATE_EPOCH",
+            f"RUN {MARK}",
+            "COPY os-packages/ /tmp/accelenv-os/",
+            "# apt orders the installation of local .debs (dpkg -i alone trips over pre-dependencies); offline",
+            "RUN DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --no-install-recommends \\",
+            "      /tmp/accelenv-os/*.deb >/dev/null \\",
+            " && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt /var/cache/apt/*.bin \\",
+            "      /var/cache/ldconfig/aux-cache /var/cache/debconf/*-old /var/lib/dpkg/*-old \\",
+            f" && {python} --version \\",
+            *_capture("os", NEWER_INODE),
+            "",
         ]
     lines += [
+        "# ---- OS layer: shared by every environment on this base and runtime",
+        "FROM ${BASE_IMAGE} AS os",
+        "ARG SOURCE_DATE_EPOCH",
+        "ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1",
+    ]
+    if packages:
+        lines.append("COPY --from=os-packages /accelenv-delta-os/ /")
+    lines += [
         f'RUN (getent passwd {UID} >/dev/null && userdel --remove "$(getent passwd {UID} | cut -d: -f1)" || true) \\',
-        f" && useradd --create-home --uid {UID} --shell /bin/bash {USER}",
+        f" && useradd --create-home --uid {UID} --shell /bin/bash {USER} \\",
+        f" && install -d -o {UID} -g {UID} /workspace \\",
+        *_clamp_in_place(),
     ]
     runtime_env = dict(family.container_env)
     if family.runtime_kind == "cuda" and (require := nvidia_require_cuda(runtime)):
@@ -134,26 +211,40 @@ def dockerfile(matrix: Matrix, env: Environment) -> str:
         lines += [f"ENV {key}={_quote(value)}" for key, value in sorted(runtime_env.items())]
     lines += [
         "",
-        "# ---- Python layer: the locked dependencies, installed from wheels checked on the host; no network",
-        "FROM os AS python",
-        f"COPY {LOCK_NAME} /opt/accelenv/{LOCK_NAME}",
-        "COPY wheels/ /opt/accelenv/wheels/",
+        "# ---- The venv in three layers, from the least to the most often changed; no network. Each stage",
+        "# collects what it added into /accelenv-delta-<stage> for the image to COPY (the wheels stay behind).",
+        f"# Framework-sized wheels (>= {LARGE_WHEEL // 2**20} MiB: torch, jax, nvidia-*, ray, ...)",
+        "FROM os AS large",
+        "ARG SOURCE_DATE_EPOCH",
+        "COPY wheels/large/ /tmp/accelenv-wheels/",
         f"RUN {python} -m venv --system-site-packages /opt/venv \\",
-        " && /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/wheels \\",
-        f"      --require-hashes --no-deps -r /opt/accelenv/{LOCK_NAME}",
-        "# accelenv itself, so `accelenv check` runs inside; only what it needs for that, beside the locked pins",
-        "COPY accelenv/ /opt/accelenv/dist/",
-        "RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/dist \\",
-        "      --no-deps accelenv \\",
-        " && /opt/venv/bin/python -m pip install --no-cache-dir --no-index --find-links /opt/accelenv/dist \\",
-        "      " + " ".join(f"'{d}'" for d in IMAGE_DEPENDENCIES) + " \\",
-        " && /opt/venv/bin/accelenv --version",
+        *_pip_install("/tmp/accelenv-wheels"),
+        *_capture("large"),
         "",
-        "# ---- The image: OS layer + the finished venv + the matrix, run as a non-root user",
+        f"# The rest of the lock, and what accelenv needs inside the image (hash-locked in envs/{IMAGE_LOCK_NAME})",
+        "FROM large AS rest",
+        "ARG SOURCE_DATE_EPOCH",
+        "COPY wheels/rest/ /tmp/accelenv-wheels/",
+        "RUN true \\",
+        *_pip_install("/tmp/accelenv-wheels"),
+        *_capture("rest"),
+        "",
+        "# accelenv itself, so `accelenv check` runs inside, with the matrix and the lock",
+        "FROM rest AS accelenv",
+        "ARG SOURCE_DATE_EPOCH",
+        "COPY accelenv/ /tmp/accelenv-dist/",
+        f"COPY matrix.toml {LOCK_NAME} /tmp/accelenv-dist/",
+        "RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-index --no-deps /tmp/accelenv-dist/*.whl \\",
+        f" && mkdir -p /opt/accelenv && cp /tmp/accelenv-dist/matrix.toml /tmp/accelenv-dist/{LOCK_NAME} \\",
+        "      /opt/accelenv/ \\",
+        " && /opt/venv/bin/accelenv --version \\",
+        *_capture("accelenv"),
+        "",
+        "# ---- The image: the OS layer, the three venv layers, run as a non-root user",
         "FROM os",
-        "COPY --from=python /opt/venv /opt/venv",
-        "COPY matrix.toml /opt/accelenv/matrix.toml",
-        f"COPY {LOCK_NAME} /opt/accelenv/{LOCK_NAME}",
+        "COPY --from=large /accelenv-delta-large/ /",
+        "COPY --from=rest /accelenv-delta-rest/ /",
+        "COPY --from=accelenv /accelenv-delta-accelenv/ /",
         "ENV PATH=/opt/venv/bin:$PATH VIRTUAL_ENV=/opt/venv ACCELENV_MATRIX=/opt/accelenv/matrix.toml",
         f"ENV ACCELENV_ENV={env.id}",
         f"USER {USER}",
