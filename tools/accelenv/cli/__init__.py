@@ -84,6 +84,9 @@ COMMANDS: dict[str, Entry] = {
     "run": Entry(
         "images", "Run a command in ENV's image with the working tree at /workspace and the family's devices wired in."
     ),
+    "prune": Entry(
+        "images", "Remove accelenv images beyond the newest N per environment, or that the matrix no longer builds."
+    ),
     # upstream: accelenv.cli.upstream
     "outdated": Entry(
         "upstream",

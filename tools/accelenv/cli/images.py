@@ -1,4 +1,4 @@
-"""Commands that build and use environment images through the container engine: build, verify, run."""
+"""Commands that build and use environment images through the container engine: build, verify, run, prune."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from accelenv.build.context import BuildPlan
     from accelenv.build.engine import Engine
+    from accelenv.build.prune import Current
     from accelenv.matrix.model import Environment, Matrix
 
 
@@ -109,6 +110,35 @@ def _plan_one(
         return str(error)
 
 
+def _plans(
+    engine: Engine,
+    matrix: Matrix,
+    envs: list[Environment],
+    args: argparse.Namespace,
+    *,
+    repo: Path,
+    matrix_text: str,
+    source_digest: str,
+) -> tuple[list[BuildPlan], list[tuple[str, str]]]:
+    """The build plans of `envs`, and (env, reason) for each that cannot be planned now."""
+    plans, unbuildable = [], []
+    for env in envs:
+        planned = _plan_one(
+            engine,
+            matrix,
+            env,
+            repo=repo,
+            matrix_text=matrix_text,
+            source_digest=source_digest,
+            repository=args.repository,
+        )
+        if isinstance(planned, str):
+            unbuildable.append((env.id, planned))
+        else:
+            plans.append(planned)
+    return plans, unbuildable
+
+
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
     """SIGTERM during builds is handled as Ctrl-C: the build in progress is abandoned untagged, its temporary
@@ -134,6 +164,13 @@ def build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--push", metavar="REGISTRY", help="also push to REGISTRY (skipped when it has the content tag)")
     p.add_argument("--dry-run", action="store_true", help="say what would be built; build nothing")
     p.add_argument("--no-cache", action="store_true", help="build again, without the engine's layer cache")
+    p.add_argument(
+        "--no-reproducible-id",
+        dest="reproducible_id",
+        action="store_false",
+        help="keep the builder's image id (it changes every build); skips the docker save of each image built "
+        "(about 5-8 s per GB) that reloads it under a canonical config",
+    )
     p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print results as JSON (progress goes to stderr)")
 
@@ -151,21 +188,9 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
     source_digest = source_hash(source)
     matrix_text = read_text(find_matrix(args.matrix), what="matrix")
     engine = connect()
-    plans, unbuildable = [], []
-    for env in envs:
-        planned = _plan_one(
-            engine,
-            matrix,
-            env,
-            repo=repo,
-            matrix_text=matrix_text,
-            source_digest=source_digest,
-            repository=args.repository,
-        )
-        if isinstance(planned, str):
-            unbuildable.append((env.id, planned))
-        else:
-            plans.append(planned)
+    plans, unbuildable = _plans(
+        engine, matrix, envs, args, repo=repo, matrix_text=matrix_text, source_digest=source_digest
+    )
     for env_id, reason in unbuildable:
         out.write(f"{env_id}: not built: {reason}\n")
     if args.envs and unbuildable:
@@ -183,6 +208,7 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
             source=source,
             logs=repo / ".accelenv" / "build-logs",
             nocache=args.no_cache,
+            reproducible_id=args.reproducible_id,
             dry_run=args.dry_run,
             push=args.push,
             out=progress,
@@ -240,7 +266,10 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env", metavar="ENV")
     _image_options(p)
     p.add_argument(
-        "--shm-size", default=DEFAULT_SHM, metavar="SIZE", help="the container's /dev/shm (default %(default)s)"
+        "--shm-size",
+        metavar="SIZE",
+        help=f"the container's /dev/shm, e.g. 16g (default: the family's container_shm_size, else {DEFAULT_SHM}); "
+        "not for a family with container_ipc = host, whose containers use the host's IPC namespace and /dev/shm",
     )
     p.set_defaults(command=[])  # everything after `--` (split off by the entry point: argparse would misread it)
 
@@ -278,6 +307,122 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return engine.run(spec, echo, echo_error)
 
 
+# ---------------------------------------------------------------------------------------------------- prune
+
+
+def _count(text: str) -> int:
+    import argparse
+
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
+def prune_arguments(p: argparse.ArgumentParser) -> None:
+    from accelenv.build.prune import DEFAULT_KEEP
+
+    p.add_argument(
+        "--keep",
+        type=_count,
+        default=DEFAULT_KEEP,
+        metavar="N",
+        help="per environment, keep the newest N content-tagged images (default: %(default)s); the human tag's "
+        "target counts as the newest",
+    )
+    p.add_argument(
+        "--unused",
+        action="store_true",
+        help="also remove images of environments the matrix no longer names, and images whose content tag is not "
+        "what the current matrix, locks and source would build (the human tag's target stays)",
+    )
+    p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="list what would be removed and what it frees; remove nothing"
+    )
+    p.add_argument("--json", action="store_true", help="print the plan and the results as JSON")
+
+
+def _current(engine: Engine, args: argparse.Namespace) -> Current:
+    """The content tag each environment of the matrix would be built under now (for --unused)."""
+    from accelenv.build.context import find_source, source_hash
+    from accelenv.build.prune import Current
+
+    matrix = matrix_of(args)
+    matrix_text = read_text(find_matrix(args.matrix), what="matrix")
+    plans, unbuildable = _plans(
+        engine,
+        matrix,
+        list(matrix.envs.values()),
+        args,
+        repo=repo_of(args),
+        matrix_text=matrix_text,
+        source_digest=source_hash(find_source()),
+    )
+    tags: dict[str, str | None] = {p.env: p.content_tag for p in plans}
+    tags.update({env: None for env, _ in unbuildable})
+    return Current(content_tags=tags, unknown=dict(unbuildable))
+
+
+def prune(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build.engine import connect
+    from accelenv.build.prune import human_bytes, image_records, plan_prune
+    from accelenv.build.prune import remove as remove_images
+
+    with connect(timeout=120) as engine:  # the engine's disk usage takes a while on a full engine
+        current = _current(engine, args) if args.unused else None
+        plan = plan_prune(image_records(engine), repository=args.repository, keep=args.keep, current=current)
+        if not args.json:
+            for env, reason in sorted(plan.unknown.items()):
+                out.write(f"{env}: current content tag unknown ({reason}); only --keep applies\n")
+            for d in plan.decisions:
+                what = {"remove": "would remove" if args.dry_run else "remove", "keep": "keep", "skip": "skip"}
+                frees = f", frees {human_bytes(d.freed)}" if d.action == "remove" else ""
+                out.write(
+                    f"{what[d.action]:<12} {' '.join(d.tags)}  {human_bytes(d.size)}{frees}: {'; '.join(d.reasons)}\n"
+                )
+            out.flush()
+        outcomes = [] if args.dry_run else remove_images(engine, plan, lambda _outcome: None)
+    failed = [o for o in outcomes if not o.removed]
+    removed = len(plan.removals) if args.dry_run else len(outcomes) - len(failed)
+    freed = plan.freed if args.dry_run else sum(o.decision.freed for o in outcomes if o.removed)
+    if args.json:
+        results = {o.decision.image: o for o in outcomes}
+        images = []
+        for d in plan.decisions:
+            entry = d.as_json()
+            outcome = results.get(d.image)
+            if outcome is not None:
+                entry["removed"] = outcome.removed
+                entry["error"] = outcome.error
+            images.append(entry)
+        dump_json(
+            {
+                "repository": plan.repository,
+                "keep": plan.keep,
+                "unused": plan.unused,
+                "dry_run": args.dry_run,
+                "images": images,
+                "unknown_current": dict(plan.unknown),
+                "removed": removed,
+                "skipped": len(plan.skipped),
+                "failed": len(failed),
+                "freed_bytes": freed,
+            },
+            out,
+        )
+    else:
+        for outcome in failed:
+            out.write(f"failed to remove {' '.join(outcome.decision.tags)}: {outcome.error}\n")
+        verb = "would remove" if args.dry_run else "removed"
+        line = f"{verb} {removed} image{'' if removed == 1 else 's'}, {human_bytes(freed)} freed"
+        if plan.skipped:
+            line += f"; {len(plan.skipped)} skipped (in use)"
+        if failed:
+            line += f"; {len(failed)} failed"
+        out.write(line + (" (dry run: nothing removed)" if args.dry_run else "") + "\n")
+    return 1 if failed else 0
+
+
 COMMANDS = {
     "build": Command(
         epilog="examples:\n  accelenv build                    # every locked environment\n"
@@ -296,9 +441,23 @@ COMMANDS = {
     ),
     "run": Command(
         epilog="examples:\n  accelenv run gpu-nvidia-cu132 -- pytest tests/devices\n"
-        "  accelenv run cpu-py311 -- python -V",
+        "  accelenv run cpu-py311 -- python -V\n\n"
+        "The container gets the family's devices, groups, container runtime and variables, and its /dev/shm and\n"
+        "IPC namespace from the family's data (container_shm_size, container_ipc in matrix.toml).\n"
+        "`accelenv show ENV` prints the same start as a docker run line.",
         arguments=run_arguments,
         run=run,
         takes_command=True,
+    ),
+    "prune": Command(
+        epilog="examples:\n  accelenv prune --dry-run          # what would go, and what it frees\n"
+        "  accelenv prune --keep 1\n  accelenv prune --unused --json\n\n"
+        "Only images with accelenv's labels and a content tag <repository>:<env>-<hash> are considered.\n"
+        "Per environment the newest N stay (the human tag's target counts as the newest, so it goes only with\n"
+        "--keep 0); --unused also removes what the current matrix, locks and source would not build, except\n"
+        "the human tag's target. An image a container uses is skipped. Freed bytes are the engine's unique\n"
+        "sizes: a lower bound (layers shared only among removed images are freed but not counted).",
+        arguments=prune_arguments,
+        run=prune,
     ),
 }
