@@ -154,12 +154,16 @@ def test_a_missing_base_image_is_not_built_and_leaves_no_tag(
     assert engine.image("accelenv-missing:ci-image-cpu-py311") is None
 
 
-def test_reproducible_layers_from_a_network_off_build(
+def test_reproducible_image_from_a_network_off_build(
     engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The same inputs built twice, the second time without the layer cache (as from a pruned cache): the same
-    layers. Every build runs with the network off, from a base pinned by image id, its .debs fetched on the host."""
+    layers and the same image id, its config dated SOURCE_DATE_EPOCH (the base's creation time) with no build
+    container in it. Every build runs with the network off, from a base pinned by image id, its .debs fetched on
+    the host."""
+    from accelenv.build.context import epoch_of
     from accelenv.build.engine import DockerEngine
+    from accelenv.build.image_config import rfc3339
 
     assert isinstance(engine, DockerEngine)
     matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0")
@@ -175,6 +179,8 @@ def test_reproducible_layers_from_a_network_off_build(
         assert accelenv(matrix, "build", "ci-image", "--repository", repository, "--json", *extra) == 0
         result = json.loads(capsys.readouterr().out)["results"][0]
         assert result["status"] == "built", result
+        assert result["reproducible_id"] is True, result
+        assert "reproducible image id" in Path(result["log"]).read_text()
         info = engine.image(result["image_id"])
         assert info is not None
         built.append(info)
@@ -183,9 +189,14 @@ def test_reproducible_layers_from_a_network_off_build(
     first, second = built
     assert len(first.layers) >= 5
     assert first.layers == second.layers
-    for info in built:
-        if not info.tags:
-            engine._client.remove_image(info.id)  # the first build's image, untagged by the second
+    assert first.id == second.id
+    assert first.created == rfc3339(epoch_of(base.created))
+    raw = engine._client.inspect_image(first.id)
+    assert raw["Container"] == ""
+    assert raw["DockerVersion"] == ""
+    assert raw["Config"]["Image"] == ""
+    assert raw["Config"]["Labels"]["dev.accelenv.env"] == "ci-image"
+    assert sorted(first.tags) == sorted([tags[0], f"{repository}:ci-image-cpu-py311"])
 
 
 def test_engine_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

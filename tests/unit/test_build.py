@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,8 @@ from accelenv.build.context import (
     sub_matrix,
 )
 from accelenv.build.engine import EngineError, EngineInfo, ImageInfo, RunSpec
-from accelenv.build.images import build_images, locked_pins, run_spec, summary
+from accelenv.build.image_config import image_id, normalise
+from accelenv.build.images import build_images, locked_pins, normalise_image, run_spec, summary
 from accelenv.host.root import Root
 from accelenv.matrix import Matrix, load_matrix, validate_text
 from accelenv.plan.lock import OsLock, OsPackage, image_requirements, parse_apt_output, parse_os_lock, render_os_lock
@@ -37,12 +39,34 @@ IMAGE_LOCK = (REPO / "envs" / "accelenv-image.lock").read_text()
 BASE = BaseImage(id="sha256:" + "b" * 64, digest=None, created="2025-06-01T12:00:00.123456789Z")
 
 
-class FakeEngine:
-    """Images in a dict; builds succeed or raise as told; records every call."""
+def builder_config(n: int) -> bytes:
+    """A config as the classic builder writes it (build n): the same layers, its own time and container."""
+    return json.dumps(
+        {
+            "architecture": "amd64",
+            "config": {"User": "accelenv", "Image": f"sha256:{n:064x}", "Labels": {"dev.accelenv.env": "cpu-py311"}},
+            "container": f"{n:064x}",
+            "container_config": {"Hostname": f"{n:012x}"},
+            "created": f"2026-12-01T00:00:{n:02d}.5Z",
+            "docker_version": "20.10.24+dfsg1",
+            "history": [{"created": "2025-06-01T12:00:00.1Z"}, {"created": f"2026-12-01T00:00:{n:02d}Z"}],
+            "os": "linux",
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "1" * 64, "sha256:" + "2" * 64]},
+        }
+    ).encode()
 
-    def __init__(self, *, fail: str | None = None, registry: set[str] | None = None) -> None:
+
+class FakeEngine:
+    """Images in a dict (by reference and by id); builds succeed or raise as told, each with its own config, as
+    the classic builder's; loads succeed or raise as told; records every call."""
+
+    def __init__(
+        self, *, fail: str | None = None, registry: set[str] | None = None, load_fails: BaseException | None = None
+    ) -> None:
         self.images: dict[str, ImageInfo] = {}
+        self.configs: dict[str, bytes] = {}
         self.fail = fail
+        self.load_fails = load_fails
         self.registry = registry if registry is not None else set()
         self.calls: list[tuple[str, ...]] = []
 
@@ -70,13 +94,30 @@ class FakeEngine:
         if self.fail:
             raise EngineError(self.fail)
         on_line("Step 2/2 : CMD x")
-        return f"sha256:{len(self.calls):064d}"
+        return self._add(builder_config(len(self.calls)))
+
+    def _add(self, config: bytes) -> str:
+        built = image_id(config)
+        self.configs[built] = config
+        self.images[built] = ImageInfo(id=built, tags=(), labels={}, size=2**20, layers=())
+        return built
+
+    def image_config(self, image_id: str) -> bytes:
+        self.calls.append(("save", image_id))
+        return self.configs[image_id]
+
+    def load_config(self, config: bytes) -> str:
+        self.calls.append(("load", image_id(config)))
+        if self.load_fails is not None:
+            raise self.load_fails
+        return self._add(config)
 
     def tag(self, image_id: str, reference: str) -> None:
         self.calls.append(("tag", reference))
         self.images[reference] = ImageInfo(id=image_id, tags=(reference,), labels={}, size=2**20, layers=())
 
     def remove(self, reference: str) -> None:
+        self.calls.append(("remove", reference))
         self.images.pop(reference, None)
 
     def run(self, spec: RunSpec, on_line: Callable[[str], None], on_error: Callable[[str], None] | None = None) -> int:
@@ -131,6 +172,65 @@ def test_content_addressed_build_then_skip(matrix: Matrix, tmp_path: Path) -> No
     (second,) = build(engine, [p], tmp_path)
     assert second.status == "skipped"  # type: ignore[attr-defined]
     assert [c for c in engine.calls if c[0] == "build"] == [("build", "context")]
+
+
+def test_the_image_gets_the_id_of_its_canonical_config_build_after_build(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine()
+    p = plan(matrix)
+    first, second = (build(engine, [p], tmp_path, nocache=True)[0] for _ in range(2))
+    builders = [c[1] for c in engine.calls if c[0] == "save"]
+    assert len(set(builders)) == 2  # the builder's ids differ: its times and containers do
+    expected = image_id(normalise(engine.configs[builders[0]], epoch=p.epoch))
+    assert first.image_id == second.image_id == expected  # type: ignore[attr-defined]
+    assert first.reproducible_id is True  # type: ignore[attr-defined]
+    assert engine.images[p.content_tag].id == engine.images[p.human_tag].id == expected
+    assert not set(builders) & set(engine.images)  # the builder's images are gone
+    assert [c[0] for c in engine.calls][:6] == ["build", "save", "load", "remove", "tag", "tag"]
+    canonical = json.loads(engine.configs[expected])
+    assert canonical["created"] == "2025-06-01T12:00:00Z"  # the base's time: SOURCE_DATE_EPOCH
+    assert [h["created"] for h in canonical["history"]] == ["2025-06-01T12:00:00.1Z", "2025-06-01T12:00:00Z"]
+    assert "reproducible image id sha256:" in Path(first.log).read_text()  # type: ignore[attr-defined]
+
+
+def test_an_engine_that_cannot_load_the_config_keeps_the_builders_image(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine(load_fails=EngineError("the engine did not load sha256:x: layer.tar: no such file"))
+    p = plan(matrix)
+    out = io.StringIO()
+    (result,) = build_images(
+        engine, [p], source=REPO, logs=tmp_path, out=out, nocache=False, dry_run=False, push=None,
+        assemble_context=no_context,
+    )  # fmt: skip
+    built = next(c[1] for c in engine.calls if c[0] == "save")
+    assert (result.status, result.image_id, result.reproducible_id) == ("built", built, False)
+    assert engine.images[p.content_tag].id == built
+    assert ("remove", built) not in engine.calls
+    assert "warning: the image id is not reproducible (the builder's, " in out.getvalue()
+    assert "WARNING: the image keeps the builder's id" in (tmp_path / "cpu-py311.log").read_text()
+
+
+def test_without_a_reproducible_id_nothing_is_saved_or_loaded(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine()
+    (result,) = build(engine, [plan(matrix)], tmp_path, reproducible_id=False)
+    assert result.reproducible_id is False  # type: ignore[attr-defined]
+    assert [c[0] for c in engine.calls] == ["build", "tag", "tag"]
+
+
+def test_an_interrupt_while_the_id_is_made_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
+    engine = FakeEngine(load_fails=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        build(engine, [plan(matrix)], tmp_path)
+    assert not [c for c in engine.calls if c[0] == "tag"]
+    assert "FAILED: interrupted" in (tmp_path / "logs" / "cpu-py311.log").read_text()
+
+
+def test_a_builder_image_tagged_by_someone_stays() -> None:
+    engine = FakeEngine()
+    built = engine._add(builder_config(1))
+    engine.images[built] = ImageInfo(id=built, tags=("mine:kept",), labels={}, size=1, layers=())
+    new = normalise_image(engine, built, epoch=0)
+    assert new != built
+    assert built in engine.images
+    assert json.loads(engine.configs[new])["created"] == "1970-01-01T00:00:00Z"
 
 
 def test_a_failed_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
@@ -296,6 +396,33 @@ def test_run_wires_devices_from_the_matrix(
     assert spec.user == f"{owner.st_uid}:{owner.st_gid}"  # files written in /workspace belong to its owner
     assert spec.shm_size == "8g"
     assert spec.environment["HOME"] == "/tmp"
+
+
+def test_run_takes_shm_and_ipc_from_the_family(tmp_path: Path) -> None:
+    """/dev/shm and the IPC namespace are family data: the shipped matrix gives AMD and Gaudi the host's IPC
+    namespace (no size: /dev/shm is the host's), NVIDIA a private /dev/shm of the default size; --shm-size
+    overrides a size and is refused where there is none to set."""
+    from accelenv.errors import UsageError
+
+    repo = Path(__file__).resolve().parents[2]
+    text = (repo / "matrix.toml").read_text()
+    shipped = validate_text(text).matrix
+    assert shipped is not None
+
+    def spec_of(m: Matrix, env: str, shm: str | None = None) -> RunSpec:
+        return run_spec(m, m.envs[env], "img", ["true"], root=Root(tmp_path), workdir=tmp_path, shm_size=shm)
+
+    nvidia = spec_of(shipped, "gpu-nvidia-cu132")
+    assert (nvidia.shm_size, nvidia.ipc_mode) == ("8g", None)
+    assert spec_of(shipped, "gpu-nvidia-cu132", "32g").shm_size == "32g"
+    for env in ("gaudi-1-23", "gpu-amd-rocm100"):
+        assert (spec_of(shipped, env).shm_size, spec_of(shipped, env).ipc_mode) == (None, "host")
+    with pytest.raises(UsageError, match="--shm-size does not apply to gaudi's containers: they share the host's IPC"):
+        spec_of(shipped, "gaudi-1-23", "16g")
+    sized = validate_text(text.replace("container_gpus = true", 'container_gpus = true\ncontainer_shm_size = "16g"'))
+    assert sized.matrix is not None
+    assert spec_of(sized.matrix, "gpu-nvidia-cu132").shm_size == "16g"
+    assert spec_of(sized.matrix, "gpu-nvidia-cu132", "4g").shm_size == "4g"
 
 
 def test_summary_counts() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import tomlkit
 
+from accelenv.build.image_config import rfc3339_seconds
 from accelenv.errors import AccelenvError
 from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, OS_LOCK_NAME, image_requirements
@@ -104,13 +104,7 @@ class BaseImage:
 
 def epoch_of(created: str) -> int:
     """Seconds since 1970 of an RFC 3339 time (the engine's `Created`); 0 when unreadable (the Unix epoch)."""
-    from datetime import datetime
-
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)", created.strip())
-    if match is None:
-        return 0
-    zone = "+00:00" if match[2] == "Z" else match[2]
-    return max(0, int(datetime.fromisoformat(match[1] + zone).timestamp()))
+    return max(0, rfc3339_seconds(created) or 0)
 
 
 def plan_build(

@@ -1,13 +1,15 @@
 """Build, verify and run environment images through an `Engine`.
 
 build: content-addressed (an image whose content tag exists is not built again), tagged only after success (a
-failed or interrupted build leaves no tag), progress streamed with elapsed time, a log per image, a summary.
+failed or interrupted build leaves no tag), progress streamed with elapsed time, a log per image, a summary. The
+image then gets a reproducible id (`normalise_image`): the same inputs give the same id, build after build.
 verify: the image's labels against the matrix, `accelenv check` inside it, and its installed distributions
 against the lock. run: a command in the image with the working tree mounted and the family's devices wired in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tempfile
@@ -20,6 +22,7 @@ from packaging.utils import canonicalize_name
 
 from accelenv.build.context import BuildError, BuildPlan, assemble
 from accelenv.build.engine import EngineError, RunSpec
+from accelenv.build.image_config import normalise
 from accelenv.check.verdict import Finding, Status
 from accelenv.plan.lock import glibc_of, input_digest
 from accelenv.plan.render import LABEL_PREFIX, env_hash
@@ -45,6 +48,7 @@ class BuildResult:
     seconds: float = 0.0
     log: str | None = None
     reason: str = ""
+    reproducible_id: bool | None = None  # built: whether the id is the canonical config's (None: not built here)
 
     def as_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -61,8 +65,10 @@ def build_images(
     push: str | None,
     out: TextIO,
     assemble_context: Callable[[BuildPlan, Path], None] | None = None,
+    reproducible_id: bool = True,
 ) -> list[BuildResult]:
-    """Build every plan in order; one failure does not stop the others."""
+    """Build every plan in order; one failure does not stop the others. `reproducible_id`: give each image built
+    the id of its canonical config (`normalise_image`) rather than the one the builder stamps with the time."""
     assemble_context = assemble_context or (lambda plan, ctx: assemble(plan, ctx, source=source))
     results = []
     for plan in plans:
@@ -92,7 +98,16 @@ def build_images(
             )
             continue
         results.append(
-            _build_one(engine, plan, logs=logs, nocache=nocache, remotes=remotes, out=out, ctx=assemble_context)
+            _build_one(
+                engine,
+                plan,
+                logs=logs,
+                nocache=nocache,
+                remotes=remotes,
+                out=out,
+                ctx=assemble_context,
+                reproducible_id=reproducible_id,
+            )
         )
     return results
 
@@ -106,6 +121,7 @@ def _build_one(
     remotes: list[str],
     out: TextIO,
     ctx: Callable[[BuildPlan, Path], None],
+    reproducible_id: bool,
 ) -> BuildResult:
     start = time.monotonic()
     logs.mkdir(parents=True, exist_ok=True)
@@ -150,6 +166,22 @@ def _build_one(
             raise
         except (EngineError, BuildError, OSError) as error:  # the engine, or context assembly (pip, file system)
             return failed(str(error))
+    normalised = False
+    if reproducible_id:  # after the context is gone: it holds every wheel
+        began = time.monotonic()
+        try:
+            image_id = normalise_image(engine, image_id, epoch=plan.epoch)
+            normalised = True
+            lines.append(f"reproducible image id {image_id} ({time.monotonic() - began:.1f}s)")
+            out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] reproducible image id {image_id[:19]}\n")
+        except KeyboardInterrupt:
+            failed("interrupted")
+            raise
+        except (EngineError, ValueError) as error:  # the image is sound; only its id is the builder's
+            lines.append(f"WARNING: the image keeps the builder's id {image_id}: {error}")
+            out.write(
+                f"{plan.env}: warning: the image id is not reproducible (the builder's, {image_id[:19]}): {error}\n"
+            )
     engine.tag(image_id, plan.content_tag)
     engine.tag(image_id, plan.human_tag)
     try:
@@ -170,7 +202,23 @@ def _build_one(
         size=size,
         seconds=seconds,
         log=str(log_path),
+        reproducible_id=normalised,
     )
+
+
+def normalise_image(engine: Engine, built: str, *, epoch: int) -> str:
+    """The image `built` again, under the id of its canonical config (`image_config.normalise`: the builder's
+    times clamped to `epoch`, its container left out), loaded from that config alone on the layers the build
+    made; so the same inputs give the same id. Then the builder's image is removed, with its untagged parents as
+    `docker rmi` does (the final stage's steps; the other stages' cache stays), unless something tagged it.
+    Costs a `docker save` of the image on the engine's side. The new id."""
+    image_id = engine.load_config(normalise(engine.image_config(built), epoch=epoch))
+    if image_id != built:
+        info = engine.image(built)
+        if info is not None and not info.tags:
+            with contextlib.suppress(EngineError):  # a container of it: it stays, an untagged leftover
+                engine.remove(built)
+    return image_id
 
 
 def _push(engine: Engine, image_id: str, remotes: list[str], out: TextIO) -> list[str]:
@@ -313,6 +361,25 @@ def locked_pins(lock: str) -> list[tuple[str, str]]:
 DEFAULT_SHM = "8g"  # a cap, not a reservation: NCCL and DataLoader workers need far more than docker's 64 MiB
 
 
+def shm_and_ipc(
+    ipc: str | None, shm_size: str | None, override: str | None = None, *, family: str = "the family"
+) -> tuple[str | None, str | None]:
+    """The container's /dev/shm size and IPC mode from a family's `container_ipc` and `container_shm_size`: its
+    size, else DEFAULT_SHM, in the engine's IPC mode unless the family names one. `override` (--shm-size) replaces
+    the size; a family that shares the host's IPC namespace gets the host's /dev/shm, where a size means nothing
+    (asking for one is an error)."""
+    if ipc == "host":
+        if override is not None:
+            from accelenv.errors import UsageError
+
+            raise UsageError(
+                f"--shm-size does not apply to {family}'s containers: they share the host's IPC namespace and its "
+                f"/dev/shm (matrix: families.{family}.container_ipc = host)"
+            )
+        return None, "host"
+    return override or shm_size or DEFAULT_SHM, ipc
+
+
 def run_spec(
     matrix: Matrix,
     env: Environment,
@@ -321,12 +388,12 @@ def run_spec(
     *,
     root: Root,
     workdir: Path,
-    shm_size: str = DEFAULT_SHM,
+    shm_size: str | None = None,
     user: tuple[int, int] | None = None,
 ) -> RunSpec:
     """The container for `accelenv run`: the working tree at /workspace, written as its owner (`user`, uid and
     gid; default: the owner of `workdir`), so files the command creates belong to the host user whatever their
-    uid; the family's devices; a /dev/shm large enough for collectives. Pure data."""
+    uid; the family's devices; /dev/shm and IPC as the family's data says (see `shm_and_ipc`). Pure data."""
     family = matrix.families[env.family]
     devices = sorted({node for pattern in family.container_devices for node in root.glob(pattern)})
     if user is None:
@@ -334,6 +401,7 @@ def run_spec(
         user = (owner.st_uid, owner.st_gid)
     environment = dict(family.container_env)
     environment.setdefault("HOME", "/tmp")  # the host uid may have no home in the image
+    shm, ipc = shm_and_ipc(family.container_ipc, family.container_shm_size, shm_size, family=family.id)
     return RunSpec(
         image=image,
         command=command,
@@ -345,5 +413,6 @@ def run_spec(
         runtime=family.container_runtime,
         workdir="/workspace",
         user=f"{user[0]}:{user[1]}",
-        shm_size=shm_size,
+        shm_size=shm,
+        ipc_mode=ipc,
     )
