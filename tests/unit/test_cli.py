@@ -28,7 +28,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_validate_shipped(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "validate")
     assert code == 0
-    assert out.rstrip().splitlines()[-1].endswith("warning(s), 31 of them need registry access (--release)")
+    assert out.rstrip().splitlines()[-1].endswith("warning(s), 38 of them need registry access (--release)")
     assert ": valid: 6 families," in out
 
 
@@ -41,7 +41,7 @@ def test_validate_strict_fails_on_what_a_change_can_fix(capsys: pytest.CaptureFi
     assert (
         out.rstrip()
         .splitlines()[-1]
-        .endswith("invalid: 3 error(s), 31 warning(s), 31 of them need registry access (--release)")
+        .endswith("invalid: 3 error(s), 38 warning(s), 38 of them need registry access (--release)")
     )
 
 
@@ -49,7 +49,7 @@ def test_validate_release_fails_on_every_warning(capsys: pytest.CaptureFixture[s
     code, out, _ = run(capsys, "validate", "--release")
     assert code == 1
     assert "error (registry): runtimes.cuda-12-8.base_images.ubuntu24.04: nvidia/cuda:12.8.1" in out
-    assert out.rstrip().splitlines()[-1].endswith("invalid: 34 error(s), 0 warning(s)")
+    assert out.rstrip().splitlines()[-1].endswith("invalid: 41 error(s), 0 warning(s)")
 
 
 def test_validate_strict_passes_when_only_registry_warnings_are_left(
@@ -162,8 +162,70 @@ def test_show_reproduces_the_container_run_gives(env_id: str, capsys: pytest.Cap
         assert f"--group-add {group}" in run_line
     for key, value in family.container_env.items():
         assert f"-e {key}={value}" in run_line
-    assert "--shm-size 8g" in run_line
+    if family.container_ipc == "host":  # the host's IPC namespace and /dev/shm: no size to give
+        assert "--ipc host" in run_line
+        assert "--shm-size" not in run_line
+    else:
+        assert f"--shm-size {family.container_shm_size or '8g'}" in run_line
     assert "driver >= -" not in out
+
+
+@pytest.mark.parametrize(
+    ("env_id", "flags", "absent"),
+    [
+        ("gpu-nvidia-cu132", "--shm-size 8g", "--ipc"),  # NVIDIA: a private /dev/shm of the default size
+        ("gpu-amd-rocm100", "--ipc host", "--shm-size"),  # AMD documents --ipc=host for rocm/pytorch
+        ("gaudi-1-23", "--ipc host", "--shm-size"),  # Intel: --ipc=host for HCCL
+    ],
+)
+def test_show_starts_the_container_with_the_familys_shm_and_ipc(
+    env_id: str, flags: str, absent: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--matrix", str(REPO / "matrix.toml"), "show", env_id]) == 0
+    out = capsys.readouterr().out
+    run_line = next(line.strip() for line in out.splitlines() if line.strip().startswith("docker run"))
+    assert flags in run_line
+    assert absent not in run_line
+
+
+def test_show_uses_a_familys_shm_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "matrix.toml"
+    text = (REPO / "matrix.toml").read_text()
+    marker = "container_gpus = true"
+    assert marker in text
+    path.write_text(text.replace(marker, f'{marker}\ncontainer_shm_size = "16g"', 1))
+    assert main(["--matrix", str(path), "show", "gpu-nvidia-cu132"]) == 0
+    assert "--shm-size 16g " in capsys.readouterr().out
+    assert main(["--matrix", str(path), "validate"]) == 0
+    capsys.readouterr()
+    path.write_text(text.replace(marker, f'{marker}\ncontainer_shm_size = "16 GB"', 1))
+    assert main(["--matrix", str(path), "validate"]) == 1
+    assert "families.nvidia.container_shm_size: '16 GB' is not valid here: expected a size such as 16g" in (
+        capsys.readouterr().out
+    )
+
+
+def test_run_help_says_where_shm_and_ipc_come_from(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default: the family's container_shm_size, else 8g" in out
+    assert "container_ipc = host" in out
+
+
+def test_validate_warns_about_a_missing_os_package_lock(capsys: pytest.CaptureFixture[str]) -> None:
+    """An environment whose base lacks its Python needs envs/<env>/os-packages.lock to build: a registry warning,
+    like a missing requirements lock, and none for an environment whose base ships its Python."""
+    assert main(["--matrix", str(REPO / "matrix.toml"), "validate", "--json"]) == 0
+    problems = json.loads(capsys.readouterr().out)
+    os_locks = {p["path"]: p for p in problems if "OS-package lock" in p["message"]}
+    assert "envs.gpu-nvidia-cu132" in os_locks
+    assert "envs.cpu-py311" not in os_locks  # python:3.11-slim ships Python 3.11
+    assert "envs.gaudi-1-23" not in os_locks  # Intel's Ubuntu 24.04 image ships Python 3.12
+    found = os_locks["envs.gpu-nvidia-cu132"]
+    assert (found["severity"], found["rule"], found["category"]) == ("warning", "lock", "registry")
+    assert "envs/gpu-nvidia-cu132/os-packages.lock" in found["message"]
+    assert "run `accelenv lock gpu-nvidia-cu132`" in found["message"]
 
 
 def test_show_unknown_env_suggests(capsys: pytest.CaptureFixture[str]) -> None:

@@ -255,3 +255,30 @@ def test_schema_accepts_the_shipped_matrix_as_json() -> None:
 
     document = tomllib.loads((REPO / "matrix.toml").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator(json.loads(schema_text())).validate(document)
+
+
+def test_gpu_images_carry_each_library_once(matrix: Matrix) -> None:
+    """NVIDIA runtimes start from NVIDIA's -base- images (cudart and cuda-compat only: cuDNN, cuBLAS and NCCL come
+    from the torch wheel's nvidia-* dependencies), and an environment on a base that brings PyTorch pins none.
+    Every accelerator runtime says in `libraries` where its libraries come from."""
+    for runtime in matrix.runtimes.values():
+        if runtime.family == "nvidia":
+            for image in runtime.base_images.values():
+                assert image.repository == "nvidia/cuda"
+                assert "-base-" in image.tag, f"{runtime.id}: {image.tag} carries CUDA libraries the wheels bring"
+        if runtime.family != "cpu":
+            assert runtime.libraries is not None, runtime.id
+            assert runtime.libraries.base, runtime.id
+    for env in matrix.envs.values():
+        libraries = matrix.runtimes[env.runtime].libraries
+        if libraries is not None and any("PyTorch" in item for item in libraries.base):
+            assert "torch" not in {name.lower() for name, _ in env.requirements.pins}, env.id
+
+
+def test_bases_that_ship_the_environments_python_need_no_os_lock(matrix: Matrix) -> None:
+    """Intel's Ubuntu 24.04 Gaudi 1.23 image has Python 3.12 (its support matrix, and Setup_and_Install's Dockerfile
+    installs noble's python3): no OS-package lock. 1.24.1's is not verified, so it keeps one."""
+    from accelenv.plan.render import os_packages
+
+    assert os_packages(matrix, matrix.envs["gaudi-1-23"]) == ()
+    assert os_packages(matrix, matrix.envs["gaudi-1-24"]) != ()

@@ -281,3 +281,17 @@ def test_a_missing_python_is_named_after_the_host_check_with_what_to_do(monkeypa
         "Install it, then run the session again: `uv python install 3.11`, your distribution's python3.11 "
         "package, or `pyenv install 3.11` with it on PATH."
     )
+
+
+def test_dockerfile_header_says_where_the_libraries_come_from(matrix: Matrix) -> None:
+    """From the runtime's `libraries` in the matrix, not from code per environment; no block where it says none."""
+    shipped = load_matrix(REPO / "matrix.toml")
+    header = dockerfile(shipped, shipped.envs["gpu-nvidia-cu126"]).split("\nARG BASE_IMAGE=")[0]
+    assert "# Where the libraries come from (matrix: runtimes.cuda-12-6.libraries):" in header
+    assert "#   from the base:   libcudart 12.6.77 (cuda-cudart-12-6); CUDA forward-compatibility libcuda" in header
+    assert "#   from the wheels: torch +cu126; its nvidia-*-cu12 wheels:" in header
+    assert "libcudart.so.12 is here twice" in header
+    assert all(len(line) <= 118 for line in header.splitlines()[3:] if line.startswith("#   "))
+    rocm = dockerfile(shipped, shipped.envs["gpu-amd-rocm100"])
+    assert "#   from the base:   the ROCm 10.0 user space" in rocm
+    assert "Where the libraries come from" not in dockerfile(matrix, matrix.envs["cpu-py311"])  # reference: none

@@ -86,21 +86,43 @@ def validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
-    """Environments without a current lock, as warnings: their sessions and builds cannot run until locked."""
+    """Environments without a current lock, as warnings: their sessions and builds cannot run until locked. That
+    is the requirements lock, and the OS-package lock where the base image lacks the environment's Python."""
     from accelenv.matrix.problems import Problem, Severity
-    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, os_lock_path, os_lock_state
+    from accelenv.plan.render import os_packages
 
     problems = []
     for env in matrix.envs.values():
         state = lock_state(repo, env, glibc_of(matrix, env))
-        if state is LockState.CURRENT:
+        if state is not LockState.CURRENT:
+            rel = lock_path(repo, env.id).relative_to(repo)
+            what = "has no lock file" if state is LockState.UNLOCKED else "has a stale lock file"
+            problems.append(
+                Problem(
+                    path=f"envs.{env.id}",
+                    message=f"{what} ({rel}); run `accelenv lock {env.id}` where its indexes are reachable",
+                    severity=Severity.WARNING,
+                    rule="lock",
+                )
+            )
+        runtime = matrix.runtimes.get(env.runtime)
+        if runtime is None or env.os not in runtime.base_images:  # an error `validate` already reports
             continue
-        rel = lock_path(repo, env.id).relative_to(repo)
-        what = "has no lock file" if state is LockState.UNLOCKED else "has a stale lock file"
+        packages = os_packages(matrix, env)
+        if not packages:  # the base ships the environment's Python: no OS packages to lock
+            continue
+        base = runtime.base_images[env.os].reference
+        os_state = os_lock_state(repo, env.id, base, packages)
+        if os_state is LockState.CURRENT:
+            continue
+        rel = os_lock_path(repo, env.id).relative_to(repo)
+        what = "has no OS-package lock" if os_state is LockState.UNLOCKED else "has a stale OS-package lock"
         problems.append(
             Problem(
                 path=f"envs.{env.id}",
-                message=f"{what} ({rel}); run `accelenv lock {env.id}` where its indexes are reachable",
+                message=f"{what} ({rel}), needed because the matrix records no Python {env.python} in its base "
+                f"{base}; run `accelenv lock {env.id}` where the base can be pulled (builds refuse it until then)",
                 severity=Severity.WARNING,
                 rule="lock",
             )
@@ -224,11 +246,13 @@ def _show_lines(data: dict[str, Any], lock: str | None = None) -> list[str]:
 
 def by_hand(data: dict[str, Any], lock: str | None) -> list[str]:
     """The shell commands that give the environment without accelenv: the base image started the way `accelenv
-    run` starts images (the family's devices, groups, container runtime and variables, room in /dev/shm, the
-    working tree at /workspace), then the environment's Python and its pins (from the lock when there is one)."""
-    from accelenv.build.images import DEFAULT_SHM
+    run` starts images (the family's devices, groups, container runtime and variables, its /dev/shm and IPC
+    namespace, the working tree at /workspace), then the environment's Python and its pins (from the lock when
+    there is one)."""
+    from accelenv.build.images import shm_and_ipc
 
     container = data["family"]["container"]
+    shm, ipc = shm_and_ipc(container["ipc"], container["shm_size"])
     flags = ["--rm", "-it"]
     if container["gpus"]:
         flags += ["--gpus", "all"]
@@ -239,7 +263,9 @@ def by_hand(data: dict[str, Any], lock: str | None) -> list[str]:
         flags.append(f"$(printf -- '--device %s ' {node})" if set(node) & set("*?[") else f"--device {node}")
     flags += [f"--group-add {group}" for group in container["groups"]]
     flags += [f"-e {shlex.quote(f'{key}={value}')}" for key, value in sorted(container["env"].items())]
-    flags += [f"--shm-size {DEFAULT_SHM}", '-v "$PWD":/workspace', "-w /workspace", data["base_image"]["reference"]]
+    flags += [f"--ipc {ipc}"] if ipc else []
+    flags += [f"--shm-size {shm}"] if shm else []
+    flags += ['-v "$PWD":/workspace', "-w /workspace", data["base_image"]["reference"]]
     python = f"python{data['python']}"
     lines = ["docker run " + " ".join(flags), "# then, inside the container:"]
     if data["base_image"]["python"] != data["python"]:

@@ -31,6 +31,7 @@ from accelenv.matrix.model import (
     Family,
     Hold,
     ImageRef,
+    Libraries,
     LiteralVersion,
     Matrix,
     Maturity,
@@ -312,6 +313,8 @@ def _build(
             container_groups=tuple(v.get("container_groups", ())),
             container_gpus=bool(v.get("container_gpus", False)),
             container_runtime=v.get("container_runtime"),
+            container_shm_size=v.get("container_shm_size"),
+            container_ipc=v.get("container_ipc"),
             ci_runner=tuple(v.get("ci_runner", ("ubuntu-latest",))),
             ci_queue=v.get("ci_queue"),
             ci_tier=CiTier(v.get("ci_tier", "pr")),
@@ -392,9 +395,14 @@ def _runtime(b: _Builder, key: str, v: dict[str, Any]) -> Runtime:
             }
         ),
         hold=Hold(reason=v["hold"]["reason"], packages=tuple(v["hold"].get("packages", ()))) if "hold" in v else None,
+        libraries=_libraries(v["libraries"]) if "libraries" in v else None,
         sources=tuple(v.get("sources", ())),
         notes=v.get("notes", ""),
     )
+
+
+def _libraries(v: dict[str, Any]) -> Libraries:
+    return Libraries(base=tuple(v["base"]), wheels=tuple(v.get("wheels", ())), notes=v.get("notes", ""))
 
 
 def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:

@@ -107,6 +107,8 @@ class Family:
     container_groups: tuple[str, ...]
     container_gpus: bool
     container_runtime: str | None
+    container_shm_size: str | None = None
+    container_ipc: str | None = None
     ci_runner: tuple[str, ...]
     ci_queue: str | None
     ci_tier: CiTier
@@ -209,6 +211,17 @@ class Hold:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Libraries:
+    """Where an image's runtime libraries come from: what its base image carries and what the environment's wheels
+    bring, as one line each for a reader (the Dockerfile's header shows them). Each item names a library or stack
+    and its version where known; `notes` says what is there twice and which copy a process loads."""
+
+    base: tuple[str, ...]
+    wheels: tuple[str, ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Runtime:
     """A vendor runtime release (CUDA, ROCm, Neuron SDK, libtpu, Gaudi software, or plain CPU)."""
 
@@ -222,6 +235,7 @@ class Runtime:
     driver: DriverRule
     base_images: Mapping[str, ImageRef]
     hold: Hold | None = None
+    libraries: Libraries | None = None
     sources: tuple[str, ...]
     notes: str
 

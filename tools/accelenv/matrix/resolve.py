@@ -90,6 +90,8 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
                 "groups": list(family.container_groups),
                 "gpus": family.container_gpus,
                 "runtime": family.container_runtime,
+                "shm_size": family.container_shm_size,
+                "ipc": family.container_ipc,
             },
         },
         "os": env.os,

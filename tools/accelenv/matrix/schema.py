@@ -53,6 +53,7 @@ URL = (
 IMAGE_REPOSITORY = r"^(?:[a-z0-9.-]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
 IMAGE_TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 DIGEST = r"^sha256:[a-f0-9]{64}$"
+SHM_SIZE = r"^[1-9][0-9]{0,5}[kmg]$"
 REQUIREMENT = (
     r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*\])?"
     r"(?:(?:===?|~=|!=|>=|<=|>|<)[A-Za-z0-9.*+!_-]+(?:,(?:===?|~=|!=|>=|<=|>|<)[A-Za-z0-9.*+!_-]+)*)?$"
@@ -162,6 +163,18 @@ def _family() -> Json:
             "container_runtime": _string(
                 "The OCI runtime the family's containers need (Gaudi: habana).", TOOL, "a runtime name"
             ),
+            "container_shm_size": _string(
+                "Size of the container's /dev/shm (docker --shm-size), where the vendor documents one; default 8g. "
+                "Not used with container_ipc = host, where /dev/shm is the host's.",
+                SHM_SIZE,
+                "a size such as 16g (a number and k, m or g)",
+            ),
+            "container_ipc": {
+                "type": "string",
+                "enum": ["host", "private", "shareable"],
+                "description": "The container's IPC namespace (docker --ipc), where the vendor documents one: host "
+                "shares the host's, and its /dev/shm (Intel Gaudi's HCCL needs it). Default: the engine's.",
+            },
             "ci_runner": _list(
                 "GitHub Actions runs-on labels of the runners with this family's devices.",
                 {"type": "string", "pattern": TOOL, "x-hint": "a runner label such as self-hosted"},
@@ -334,6 +347,24 @@ def _runtime() -> Json:
                 "additionalProperties": {"$ref": "#/$defs/image"},
                 "minProperties": 1,
             },
+            "libraries": _object(
+                "Where an image's runtime libraries come from, for the Dockerfile's header: what the base image "
+                "carries and what the environment's wheels bring (cite the sources under the runtime's sources).",
+                {
+                    "base": _list(
+                        "Libraries or stacks the base image carries, each with its version or package where known.",
+                        {"type": "string", "pattern": TEXT_LINE, "x-hint": "one line of text"},
+                    ),
+                    "wheels": _list(
+                        "Libraries the environment's wheels bring (the framework wheel and what it requires).",
+                        {"type": "string", "pattern": TEXT_LINE, "x-hint": "one line of text"},
+                    ),
+                    "notes": _string(
+                        "What is in the image twice, and which copy a process loads.", TEXT_LINE, "one line of text"
+                    ),
+                },
+                required=("base",),
+            ),
             "hold": _object(
                 "Why the runtime stays where it is although upstream has newer releases; accelenv outdated reports "
                 "those as held, with this reason.",

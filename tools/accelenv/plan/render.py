@@ -98,6 +98,36 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
+HEADER_WIDTH = 118
+
+
+def _libraries_header(runtime: Runtime) -> list[str]:
+    """Where the image's runtime libraries come from, as the matrix says (`runtimes.<id>.libraries`): comment
+    lines wrapped to the header's width; none when the runtime does not say."""
+    import textwrap
+
+    libraries = runtime.libraries
+    if libraries is None:
+        return []
+    parts = [
+        ("from the base:   ", "; ".join(libraries.base) or "-"),
+        ("from the wheels: ", "; ".join(libraries.wheels) or "-"),
+    ]
+    if libraries.notes:
+        parts.append(("", libraries.notes))
+    lines = [f"# Where the libraries come from (matrix: runtimes.{runtime.id}.libraries):"]
+    for head, text in parts:
+        lines += textwrap.wrap(
+            text,
+            width=HEADER_WIDTH,
+            initial_indent=f"#   {head}",
+            subsequent_indent="#   " + " " * len(head),
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+    return lines
+
+
 def os_packages(matrix: Matrix, env: Environment) -> tuple[str, ...]:
     """The OS packages an image needs on top of its base: none when the base ships the environment's Python,
     else that Python, its venv module and CA certificates (pinned in `envs/<env>/os-packages.lock`)."""
@@ -161,13 +191,14 @@ def dockerfile(matrix: Matrix, env: Environment) -> str:
         f"# {GENERATED_BY}",
         f"# Environment {env.id}: {env.description}",
         f"# Runtime {runtime.name}; Python {env.python} on {os_base.name}; platforms {', '.join(env.platforms)}.",
+        *_libraries_header(runtime),
         "# Build context (laid out by `accelenv build`, which builds with the network off): os-packages/ (the .debs",
         f"# of {OS_LOCK_NAME}), wheels/large/ and wheels/rest/ (the locked wheels, hash-checked on the host, split",
         f"# at {LARGE_WHEEL // 2**20} MiB), accelenv/ (its wheel), {LOCK_NAME}, matrix.toml.",
         "# Reproducible: every step clamps the times of what it writes to SOURCE_DATE_EPOCH (the base image's",
         "# creation time), pycs are hash-based, no package caches or logs are kept, so the same inputs give the same",
-        "# layers (diff_ids). The image id still differs between builds: the classic builder stamps the build time",
-        "# into the image config (created, history).",
+        "# layers (diff_ids); accelenv build then reloads the image under a canonical config (build times clamped to",
+        "# SOURCE_DATE_EPOCH, no build container), so the same inputs also give the same image id.",
         "",
         f"ARG BASE_IMAGE={image.reference}",
         "",
