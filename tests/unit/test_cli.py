@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -400,3 +401,40 @@ def test_table_wraps_the_last_column_beside_or_under_the_others() -> None:
     out = io.StringIO()
     table([["a" * 30, "one, two"]], ["ID", "ITEMS"], out, width=20)
     assert out.getvalue().splitlines() == ["ID", "    ITEMS", "a" * 30, "    one, two"]
+
+
+@pytest.mark.parametrize(
+    ("missing", "expected"),
+    [("tomlkit", "'tomlkit' is not installed"), ("jsonschema.validators", "'jsonschema' is not installed")],
+)
+def test_a_missing_dependency_says_what_to_install(
+    missing: str, expected: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`PYTHONPATH=tools python -m accelenv` in a Python without accelenv's dependencies: not "a bug"."""
+    import accelenv.cli.matrix
+
+    def list_envs(*_: object) -> int:
+        raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
+
+    spec = accelenv.cli.matrix.COMMANDS["list"]
+    monkeypatch.setitem(accelenv.cli.matrix.COMMANDS, "list", dataclasses.replace(spec, run=list_envs))
+    code, _, err = run(capsys, "list")
+    assert code == 2
+    assert expected in err
+    assert "pip install -e ." in err
+    assert "bug" not in err
+
+
+def test_accelenvs_own_missing_module_is_still_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import accelenv.cli.matrix
+
+    def list_envs(*_: object) -> int:
+        raise ModuleNotFoundError("No module named 'accelenv.gone'", name="accelenv.gone")
+
+    spec = accelenv.cli.matrix.COMMANDS["list"]
+    monkeypatch.setitem(accelenv.cli.matrix.COMMANDS, "list", dataclasses.replace(spec, run=list_envs))
+    code, _, err = run(capsys, "list")
+    assert code == 3
+    assert "internal error" in err

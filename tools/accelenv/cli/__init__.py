@@ -221,6 +221,13 @@ def _run(argv: Sequence[str] | None, stdout: TextIO) -> int:
         _say(f"accelenv: {where}{error.strerror or error}\n")
         return 1
     except Exception as error:  # a bug: say so plainly, keep the traceback for those who ask
+        if missing := _missing_dependency(error):
+            # accelenv runs from a checkout (PYTHONPATH=tools) in a Python without its dependencies
+            _say(
+                f"accelenv: the Python package '{missing}' is not installed in {sys.executable}; install accelenv "
+                "with its dependencies (`pip install -e .` in the checkout), or run it with a Python that has them\n"
+            )
+            return 2
         if os.environ.get("ACCELENV_DEBUG"):
             import traceback
 
@@ -264,3 +271,11 @@ def _say(message: str) -> None:
         if sys.stderr is not None:
             sys.stderr.write(message)
             sys.stderr.flush()
+
+
+def _missing_dependency(error: Exception) -> str | None:
+    """The top-level name of a third-party package that could not be imported (not accelenv's own module)."""
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    top = error.name.split(".")[0]
+    return None if top == "accelenv" else top
