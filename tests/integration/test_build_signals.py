@@ -15,52 +15,20 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from localmatrix import BASE_IMAGE, local_matrix
+from localmatrix import local_matrix
 
 from accelenv.cli import main
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from accelenv.build.engine import DockerEngine
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 STARTUP = 600.0  # locked wheels and .debs are fetched on the host before the engine's first step
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI needs it: .ci/run installs docker.io and makes the base image)")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def engine() -> Iterator[DockerEngine]:
-    from accelenv.build.engine import EngineError, connect
-
-    try:
-        engine = connect(timeout=60)
-    except EngineError as error:
-        _unavailable(f"no Docker engine: {error}")
-    with engine:
-        if engine.image(BASE_IMAGE) is None:
-            _unavailable(f"base image {BASE_IMAGE} is missing")
-        yield engine
-
-
-@pytest.fixture
-def repository(engine: DockerEngine) -> Iterator[str]:
-    """A repository name of this test alone; any image tagged in it is removed afterwards."""
-    name = f"accelenv-signal-{uuid.uuid4().hex[:8]}"
-    yield name
-    for tag in engine.tags(name):
-        engine.remove(tag)
 
 
 def wait_for(process: subprocess.Popen[str], needle: str, deadline: float) -> list[str]:

@@ -10,41 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
-from localmatrix import BASE_IMAGE, local_matrix
+from localmatrix import BASE_IMAGE, local_matrix, unavailable
 
 from accelenv.cli import main
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 BASE = BASE_IMAGE
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI needs it: .ci/run installs docker.io and makes the base image)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[object]:
-    from accelenv.build.engine import EngineError, connect
-
-    try:
-        engine = connect(timeout=30)
-    except EngineError as error:
-        _unavailable(f"no Docker engine: {error}")
-    with engine:
-        if engine.image(BASE) is None:
-            _unavailable(f"base image {BASE} is missing")
-        yield engine
 
 
 def write_matrix(folder: Path, *, pin: str, base: str = BASE) -> Path:
@@ -53,18 +28,6 @@ def write_matrix(folder: Path, *, pin: str, base: str = BASE) -> Path:
 
 def accelenv(matrix: Path, *args: str) -> int:
     return main(["--matrix", str(matrix), *args])
-
-
-@pytest.fixture
-def repository(engine: object) -> Iterator[str]:
-    """A repository name of this test run alone; its images are removed afterwards."""
-    from accelenv.build.engine import DockerEngine
-
-    assert isinstance(engine, DockerEngine)
-    name = f"accelenv-test-{uuid.uuid4().hex[:8]}"
-    yield name
-    for tag in engine.tags(name):
-        engine.remove(tag)
 
 
 def test_build_noop_verify_run_and_break(
@@ -218,7 +181,7 @@ def test_push_to_a_registry_then_skip(
     try:
         requests.get(f"http://{REGISTRY}/v2/", timeout=5).raise_for_status()
     except requests.RequestException as error:
-        _unavailable(f"no registry at {REGISTRY}: {error}")
+        unavailable(f"no registry at {REGISTRY}: {error}")
     matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0")
     assert accelenv(matrix, "lock", "ci-image") == 0
     target = f"{REGISTRY}/{repository}"

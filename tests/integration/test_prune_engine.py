@@ -11,7 +11,6 @@ Under CI=true a missing engine or base image fails these tests instead of skippi
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from typing import TYPE_CHECKING
 
@@ -21,42 +20,12 @@ from localmatrix import BASE_IMAGE
 from accelenv.cli import main
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     from accelenv.build.engine import DockerEngine
 
 pytestmark = pytest.mark.integration
 MiB = 2**20
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI needs it: .ci/run installs docker.io and makes the base image)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[DockerEngine]:
-    from accelenv.build.engine import EngineError, connect
-
-    try:
-        engine = connect(timeout=60)
-    except EngineError as error:
-        _unavailable(f"no Docker engine: {error}")
-    with engine:
-        if engine.image(BASE_IMAGE) is None:
-            _unavailable(f"base image {BASE_IMAGE} is missing")
-        yield engine
-
-
-@pytest.fixture
-def repository(engine: DockerEngine) -> Iterator[str]:
-    """A repository name of this test alone; its images are removed afterwards."""
-    name = f"accelenv-prune-{uuid.uuid4().hex[:8]}"
-    yield name
-    for tag in engine.tags(name):
-        engine.remove(tag)
 
 
 def make_image(engine: DockerEngine, folder: Path, env: str, n: int) -> str:

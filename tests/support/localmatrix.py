@@ -10,10 +10,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import tomlkit
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_IMAGE = os.environ.get("ACCELENV_CI_BASE_IMAGE", "accelenv-ci/debian:bookworm-minbase")
+
+
+def unavailable(reason: str) -> None:
+    """Skip a test that needs the engine, the base image or the local registry; under CI=true, fail it: CI must
+    run them all (.ci/run installs docker.io, makes the base image and starts the registry)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI needs it: .ci/run sets it up)")
+    pytest.skip(reason)
 
 
 def local_matrix(

@@ -1,0 +1,42 @@
+"""Fixtures of the integration tests: the real Docker engine, one connection per test module, and a repository
+name per test whose images are removed afterwards (only those: a test never touches images it did not make).
+
+Under CI=true a missing engine or base image fails the tests instead of skipping them: .ci/run installs docker.io
+and makes the base image.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+from localmatrix import BASE_IMAGE, unavailable
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from accelenv.build.engine import DockerEngine
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[DockerEngine]:
+    from accelenv.build.engine import EngineError, connect
+
+    try:
+        engine = connect(timeout=60)
+    except EngineError as error:
+        unavailable(f"no Docker engine: {error}")
+    with engine:
+        if engine.image(BASE_IMAGE) is None:
+            unavailable(f"base image {BASE_IMAGE} is missing")
+        yield engine
+
+
+@pytest.fixture
+def repository(engine: DockerEngine) -> Iterator[str]:
+    """A repository name of this test alone; every image tagged in it is removed afterwards."""
+    name = f"accelenv-test-{uuid.uuid4().hex[:8]}"
+    yield name
+    for tag in engine.tags(name):
+        engine.remove(tag)
