@@ -1,12 +1,15 @@
 """The compatibility page in a real headless Chromium (Debian's chromium), driven through the DevTools protocol:
-search, picking a SKU from the grid with the mouse and the keyboard, the driver check, the print layout, and a
-screenshot that the test decodes and looks at (the grid's colours where the cells are, a page that is not blank).
+search, picking a SKU from the grid with the mouse and the keyboard, the driver check, "Get started" (the
+recommendation, its commands and their Copy buttons), the print layout, and a screenshot that the test decodes
+and looks at (the grid's colours where the cells are, a page that is not blank).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -149,6 +152,31 @@ def test_clicking_and_arrow_keys_pick_a_sku_and_explain(browser: Browser, page: 
     )  # one tab stop per grid: the arrow keys do the rest
 
 
+def box_of(browser: Browser, selector: str) -> dict[str, float]:
+    box: dict[str, float] = js(
+        browser,
+        f"const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
+        "const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, w: r.width, h: r.height};",
+    )
+    return box
+
+
+def test_in_page_links_keep_the_state_and_a_sku_link_picks_it(browser: Browser, page: Path) -> None:
+    """Following the section nav, or an environment card's SKU link, keeps the picked SKU, the search and the
+    driver in the fragment (a plain #anchor would replace them and reset the page)."""
+    show(browser, page, "sku=b300&q=b")
+    for section in ("environments", "overview"):
+        box = box_of(browser, f'nav a[href="#{section}"]')
+        browser.click(box["x"] + box["w"] / 2, box["y"] + box["h"] / 2)
+        assert js(browser, "return [document.body.dataset.sku, location.hash];") == ["b300", "#sku=b300&q=b"]
+        assert js(browser, "return document.activeElement.id;") == section
+    show(browser, page, "sku=b300")
+    box = box_of(browser, '#env-gpu-nvidia-cu129 a[href="#sku-h200"]')
+    browser.click(box["x"] + box["w"] / 2, box["y"] + box["h"] / 2)
+    assert js(browser, "return [document.body.dataset.sku, location.hash];") == ["h200", "#sku=h200"]
+    assert js(browser, "return document.activeElement.id;") == "sku-h200"
+
+
 def test_a_driver_version_rechecks_the_cells(browser: Browser, page: Path) -> None:
     show(browser, page, "sku=b200")
     browser.evaluate("document.querySelector('input[data-driver=\"nvidia\"]').focus()")
@@ -161,14 +189,145 @@ def test_a_driver_version_rechecks_the_cells(browser: Browser, page: Path) -> No
     assert "driver-nvidia=535.54.03" in js(browser, "return location.hash;")
 
 
+def start(browser: Browser) -> dict[str, Any]:
+    """What "Get started" shows: the environments to choose from, the chosen one, why, the commands, or why none."""
+    shown: dict[str, Any] = js(
+        browser,
+        "const text = id => document.getElementById(id).textContent;"
+        "return {choices: [...document.querySelectorAll('#start-envs button')].map(b => b.dataset.env),"
+        " pressed: [...document.querySelectorAll('#start-envs [aria-pressed=true]')].map(b => b.dataset.env),"
+        " env: text('start-env'), why: text('start-why'), none: text('start-none'),"
+        " body: !document.getElementById('start-body').hidden,"
+        " noneShown: !document.getElementById('start-none').hidden,"
+        " commands: [...document.querySelectorAll('#start-steps pre code')].map(c => c.textContent)};",
+    )
+    return shown
+
+
+def test_get_started_recommends_an_environment_and_its_commands(browser: Browser, page: Path) -> None:
+    show(browser, page, "sku=h100-sxm")
+    shown = start(browser)
+    assert js(browser, "return document.getElementById('start-sku').textContent;") == "NVIDIA H100 SXM5 80GB"
+    # accelenv which's order: plain "runs" first (cu126 has no lock: "warn"), the default, then by CI tier
+    assert shown["choices"] == ["gpu-nvidia-cu128", "gpu-nvidia-cu129", "gpu-nvidia-cu130", "gpu-nvidia-cu126"]
+    assert shown["pressed"] == ["gpu-nvidia-cu128"]
+    assert shown["why"].startswith(
+        "Recommended: the NVIDIA GPU default (nox -s gpu-nvidia), and it runs on NVIDIA H100"
+    )
+    assert shown["commands"] == [
+        "nox -s gpu-nvidia",
+        "accelenv check gpu-nvidia-cu128",
+        (
+            "accelenv build gpu-nvidia-cu128 && accelenv run gpu-nvidia-cu128 -- pytest "
+            "tests/devices/test_nvidia_devices.py"
+        ),
+        (
+            "python3.12 -m venv .venv && . .venv/bin/activate\n"
+            "pip install --require-hashes --no-deps --extra-index-url https://download.pytorch.org/whl/cu128 "
+            "-r envs/gpu-nvidia-cu128/requirements.lock"
+        ),
+    ]
+    show(browser, page, "sku=b300")  # the default has no sm_103: the best other one, and why
+    shown = start(browser)
+    assert shown["env"] == "gpu-nvidia-cu129"
+    assert "the default, gpu-nvidia-cu128, does not run on NVIDIA B300" in shown["why"]
+    assert "CUDA 12.8 Update 1 has no sm_103" in shown["why"]
+    assert shown["commands"][0] == "nox -s gpu-nvidia-cu129"  # not the default: the environment's own session
+    button = '#start-envs button[data-env="gpu-nvidia-cu130"]'
+    js(browser, f"document.querySelector({button!r}).click();")  # an alternative
+    shown = start(browser)
+    assert (shown["env"], shown["pressed"]) == ("gpu-nvidia-cu130", ["gpu-nvidia-cu130"])
+    assert shown["why"].startswith("An alternative to gpu-nvidia-cu129")
+    assert shown["commands"][1] == "accelenv check gpu-nvidia-cu130"
+    assert "env=gpu-nvidia-cu130" in js(browser, "return location.hash;")
+    show(browser, page, "sku=h100-sxm&env=gpu-nvidia-cu126")  # a shared link keeps the choice
+    shown = start(browser)
+    assert shown["env"] == "gpu-nvidia-cu126"
+    assert shown["commands"][3] == (
+        "python3.12 -m pip install --extra-index-url https://download.pytorch.org/whl/cu126 "
+        "torch==2.9.1+cu126 ray==2.60.0 pytest==9.2.0"
+    )  # not locked: the pins, and no --require-hashes line
+
+
+def test_get_started_follows_the_driver(browser: Browser, page: Path) -> None:
+    show(browser, page, "sku=h100-sxm")
+    browser.evaluate("document.getElementById('start-driver').focus()")
+    browser.type_text("535.54.03")  # every CUDA 12 environment in compatibility mode, CUDA 13 not at all
+    shown = start(browser)
+    assert shown["choices"] == ["gpu-nvidia-cu128", "gpu-nvidia-cu129", "gpu-nvidia-cu126"]  # as accelenv which
+    assert "driver-nvidia=535.54.03" in js(browser, "return location.hash;")
+    assert js(browser, "return document.querySelector('input[data-driver=\"nvidia\"]').value;") == "535.54.03"
+    show(browser, page, "sku=b200&driver-nvidia=535.54.03")  # B200 itself needs 570.133.20: nothing runs
+    shown = start(browser)
+    assert (shown["body"], shown["noneShown"]) == (False, True)
+    assert "Driver 535.54.03 is too old for every environment that runs on NVIDIA B200" in shown["none"]
+    assert "needs driver >= 570.133.20 (for gpu-nvidia-cu128)" in shown["none"]
+    assert each(browser, "#start .copy", "e", keep="e.offsetParent") == []  # no commands to copy
+    show(browser, page, "sku=h100-sxm&driver-nvidia=450.80.02")
+    assert (
+        "needs driver >= 525.60.13 (for gpu-nvidia-cu128, >= 570.124.06 without compatibility mode)"
+        in (start(browser)["none"])
+    )
+    js(browser, "const i = document.getElementById('start-driver'); i.focus(); i.select();")
+    browser.type_text("590.48.01")  # a new driver: the recommendation is back
+    assert start(browser)["env"] == "gpu-nvidia-cu128"
+
+
+def _copied(browser: Browser, index: int) -> str:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        how: str = js(browser, f"return document.querySelectorAll('#start .copy')[{index}].dataset.copied || '';")
+        if how:
+            return how
+        time.sleep(0.05)
+    raise AssertionError("the Copy button gave no feedback")
+
+
+def test_copy_buttons_copy_the_command(browser: Browser, page: Path) -> None:
+    browser.grant("clipboardReadWrite", "clipboardSanitizedWrite")
+    show(browser, page, "sku=h100-sxm")
+    box = js(
+        browser,
+        "const b = document.querySelectorAll('#start .copy')[1]; b.scrollIntoView({block: 'center'});"
+        "const r = b.getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2};",
+    )
+    browser.click(box["x"], box["y"])
+    how = _copied(browser, 1)
+    assert js(browser, "return document.querySelectorAll('#start .copy')[1].textContent;") == "Copied"
+    assert js(browser, "return document.getElementById('copy-status').textContent;") == "Copied to the clipboard"
+    if how == "clipboard":  # headless Chromium granted the permission: read it back
+        assert browser.evaluate("navigator.clipboard.readText()", wait=True) == "accelenv check gpu-nvidia-cu128"
+    else:  # the fallback: the command selected and copied through execCommand
+        assert how == "selection"
+        assert js(browser, "return getSelection().toString();") == "accelenv check gpu-nvidia-cu128"
+    js(browser, "document.querySelectorAll('#start .copy')[0].focus();")  # the keyboard works too
+    browser.press("Enter", "Enter", 13, "\r")
+    assert _copied(browser, 0) in ("clipboard", "selection")
+    label = js(browser, "return document.querySelectorAll('#start .copy')[0].getAttribute('aria-label');")
+    assert label == "Copy: Check the host, install the lock and run the tests, in one step"
+
+
+def test_copy_falls_back_to_the_selection(browser: Browser, page: Path) -> None:
+    show(browser, page, "sku=b300")
+    js(browser, "navigator.clipboard.writeText = () => Promise.reject(new Error('denied'));")  # as a file:// page may
+    js(browser, "document.querySelectorAll('#start .copy')[2].click();")
+    assert _copied(browser, 2) in ("selection", "selected")
+    assert js(browser, "return getSelection().toString();") == (
+        "accelenv build gpu-nvidia-cu129 && accelenv run gpu-nvidia-cu129 -- pytest "
+        "tests/devices/test_nvidia_devices.py"
+    )
+
+
 def test_print_hides_the_controls_and_shows_everything(browser: Browser, page: Path) -> None:
     show(browser, page, "q=mi355")
     assert len(visible_skus(browser)) == 1
     browser.send("Emulation.setEmulatedMedia", {"media": "print"})
     try:
         shown = "getComputedStyle(e).display"
-        hidden = [each(browser, selector, shown)[0] for selector in (".controls", "nav", "#pick", "label.driver")]
-        assert hidden == ["none"] * 4
+        selectors = (".controls", "nav", "#pick", "label.driver", "#start .copy", "#start-driver-label")
+        hidden = [each(browser, selector, shown)[0] for selector in selectors]
+        assert hidden == ["none"] * len(selectors)
+        assert js(browser, "return getComputedStyle(document.getElementById('start')).display;") != "none"
         assert len(visible_skus(browser)) == 34  # every section expanded, whatever the search
         assert js(browser, "return getComputedStyle(document.querySelector('.grid tbody tr')).breakInside;") == "avoid"
         assert (

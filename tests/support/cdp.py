@@ -137,9 +137,11 @@ class Browser:
         self.send("Page.navigate", {"url": url})
         self.wait_event("Page.loadEventFired")
 
-    def evaluate(self, expression: str) -> Any:
-        """The value of a JavaScript expression in the page (JSON-serialisable values only)."""
-        reply = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    def evaluate(self, expression: str, *, wait: bool = False) -> Any:
+        """The value of a JavaScript expression in the page (JSON-serialisable values only); with `wait`, the
+        value a promise it returns settles to."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": wait}
+        reply = self.send("Runtime.evaluate", params)
         if "exceptionDetails" in reply:
             raise BrowserError(f"{expression!r} threw: {reply['exceptionDetails'].get('exception', {})}")
         return reply["result"].get("value")
@@ -157,6 +159,10 @@ class Browser:
     def click(self, x: float, y: float) -> None:
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def grant(self, *permissions: str) -> None:
+        """Grant the browser permissions (for every origin, file:// pages included), as a user would."""
+        self.send("Browser.grantPermissions", {"permissions": list(permissions)}, session=False)
 
     def screenshot(self) -> bytes:
         return base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"])

@@ -11,13 +11,20 @@ from typing import Any
 
 import pytest
 import tomlkit
+from hostkit import FakeRunner, Pci, capture, make_root, reorder_query
 from reference import REFERENCE_MATRIX, REFERENCE_TEXT
 
+from accelenv.check.rank import rank_environments
+from accelenv.host.discover import discover
+from accelenv.host.probes.nvidia import QUERY_FIELDS
+from accelenv.host.report import HostReport, PythonInfo
+from accelenv.host.root import Root
 from accelenv.matrix import Matrix, load_matrix
 from accelenv.matrix.load import model_from_text
 from accelenv.plan.lock import LockState
-from accelenv.plan.page import cell, http_url
-from accelenv.plan.report import html_page, markdown, report_data, verdict
+from accelenv.plan.page import cell, http_url, page_data, start_steps
+from accelenv.plan.report import html_page, markdown, preference, recommended, report_data, verdict
+from accelenv.plan.sessions import session_specs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -231,3 +238,153 @@ def test_page_is_self_contained(matrix: Matrix) -> None:
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page.split('<section id="sources"')[0])
     assert '<script id="data" type="application/json">' in page
     assert len(report_data(matrix)["skus"]) == len(matrix.skus)
+
+
+# ---------------------------------------------------------------------------------------------------- get started
+
+H100 = "nvidia_gpu_exporter__nvidia-h100-80gb-hbm3__590.48.01__linux-x86_64.txt"
+
+
+def _h100_host(tmp_path: Path, matrix: Matrix, driver: str, cuda: str) -> HostReport:
+    """The H100 capture's host (as tests/unit/test_check.py builds it), every source reporting `driver`."""
+    query = reorder_query(capture("nvidia-smi-query-gpu-csv__" + H100), QUERY_FIELDS).replace("590.48.01", driver)
+    version = (
+        f"NVIDIA-SMI version  : {driver}\nNVML version        : {driver.rsplit('.', 1)[0]}\n"
+        f"DRIVER version      : {driver}\nCUDA Version        : {cuda}\n"
+    )
+    root = make_root(
+        tmp_path / "host",
+        pci=[Pci("0000:00:09.0", "0x10de", "0x2330", driver="nvidia")],
+        modules={"nvidia": driver},
+        files={
+            "/proc/self/limits": "Max locked memory         unlimited            unlimited            bytes\n",
+            "/proc/sys/kernel/arch": "x86_64\n",
+        },
+    )
+    outputs = {"nvidia-smi --query-gpu=" + ",".join(QUERY_FIELDS): query, "nvidia-smi --version": version}
+    python = PythonInfo(version="3.12.7", implementation="CPython", executable="/usr/bin/python3", distributions={})
+    return discover(matrix, root=Root(root), runner=FakeRunner(outputs), environ={}, families=["nvidia"], python=python)
+
+
+@pytest.mark.parametrize(
+    ("driver", "cuda", "expected"),
+    [
+        ("590.48.01", "13.1", ["gpu-nvidia-cu128", "gpu-nvidia-cu129", "gpu-nvidia-cu130", "gpu-nvidia-cu126"]),
+        ("570.124.06", "12.8", ["gpu-nvidia-cu128", "gpu-nvidia-cu126", "gpu-nvidia-cu129"]),  # cu129: compat mode
+        ("535.54.03", "12.2", ["gpu-nvidia-cu128", "gpu-nvidia-cu129", "gpu-nvidia-cu126"]),  # all in compat mode
+        ("450.80.02", "11.0", []),
+    ],
+)
+def test_page_ranks_as_accelenv_which_does(
+    tmp_path: Path, matrix: Matrix, driver: str, cuda: str, expected: list[str]
+) -> None:
+    """The page's order (`recommended` over `preference`, given the statuses) is `accelenv which`'s order on a
+    real H100 host with that driver, restricted to the NVIDIA environments that run."""
+    ranked = [
+        r for r in rank_environments(matrix, _h100_host(tmp_path, matrix, driver, cuda)) if r["family"] == "nvidia"
+    ]
+    statuses = {r["id"]: {"pass": "runs", "warn": "warn"}.get(r["verdict"], "no") for r in ranked}
+    assert [r["id"] for r in ranked if r["runnable"]] == expected
+    assert recommended(preference(matrix, "nvidia"), statuses) == expected
+
+
+def test_preference_is_default_then_ci_tier_then_matrix_order(matrix: Matrix) -> None:
+    assert preference(matrix, "nvidia") == [
+        "gpu-nvidia-cu128",
+        "gpu-nvidia-cu129",
+        "gpu-nvidia-cu130",
+        "gpu-nvidia-cu126",
+    ]
+    assert preference(matrix, "amd") == ["gpu-amd-rocm64", "gpu-amd-rocm70"]
+    assert recommended(["a", "b", "c"], {"a": "warn", "b": "no", "c": "runs"}) == ["c", "a"]
+    assert recommended(["a", "b"], {}) == []
+
+
+@pytest.mark.parametrize(
+    ("sku", "without_locks", "with_locks"),
+    [
+        # the default runs: it comes first; a stale or missing lock ("warn") ranks below every plain "runs"
+        (
+            "h100-sxm",
+            ["gpu-nvidia-cu128", "gpu-nvidia-cu129", "gpu-nvidia-cu130", "gpu-nvidia-cu126"],
+            ["gpu-nvidia-cu128", "gpu-nvidia-cu130", "gpu-nvidia-cu129", "gpu-nvidia-cu126"],
+        ),
+        ("b300", ["gpu-nvidia-cu129", "gpu-nvidia-cu130"], ["gpu-nvidia-cu130", "gpu-nvidia-cu129"]),  # no sm_103
+        ("h200-nvl", ["gpu-nvidia-cu128", "gpu-nvidia-cu126"], ["gpu-nvidia-cu128", "gpu-nvidia-cu126"]),
+        ("mi355x", ["gpu-amd-rocm70"], ["gpu-amd-rocm70"]),  # the default has no gfx950
+        ("cpu-x86-64", ["cpu-py311"], ["cpu-py311"]),
+    ],
+)
+def test_recommended_per_sku(matrix: Matrix, sku: str, without_locks: list[str], with_locks: list[str]) -> None:
+    assert next(s for s in report_data(matrix)["skus"] if s["id"] == sku)["recommended"] == without_locks
+    assert next(s for s in page_data(matrix, LOCKS)["skus"] if s["id"] == sku)["recommended"] == with_locks
+
+
+def test_a_sku_no_environment_lists_has_no_recommendation() -> None:
+    # gpu-nvidia-cu126 and -cu128 are the H200 NVL's only environments: without them in its list nothing runs
+    narrowed = _with(envs__gpu_nvidia_cu126__skus=["h100-sxm"], envs__gpu_nvidia_cu128__skus=["h100-sxm", "b200"])
+    row = next(s for s in page_data(narrowed, None)["skus"] if s["id"] == "h200-nvl")
+    assert row["recommended"] == []
+    assert all("does not list this SKU" in e["why"] for e in row["envs"])
+
+
+def test_driver_floors_for_the_page(matrix: Matrix) -> None:
+    b200 = next(s for s in page_data(matrix, LOCKS)["skus"] if s["id"] == "b200")
+    floors = {e["env"]: (e["floor"], e["compat_floor"]) for e in b200["envs"]}
+    assert floors["gpu-nvidia-cu128"] == ("570.133.20", None)  # the SKU's own floor is above compatibility mode
+    h100 = next(s for s in page_data(matrix, LOCKS)["skus"] if s["id"] == "h100-sxm")
+    floors = {e["env"]: (e["floor"], e["compat_floor"]) for e in h100["envs"]}
+    assert floors["gpu-nvidia-cu128"] == ("570.124.06", "525.60.13")
+
+
+def test_start_steps_of_a_default_locked_environment(matrix: Matrix) -> None:
+    steps = page_data(matrix, LOCKS)["envs"]["gpu-nvidia-cu128"]["steps"]
+    assert [s["text"] for s in steps] == [
+        "nox -s gpu-nvidia",
+        "accelenv check gpu-nvidia-cu128",
+        (
+            "accelenv build gpu-nvidia-cu128 && accelenv run gpu-nvidia-cu128 -- pytest "
+            "tests/devices/test_nvidia_devices.py"
+        ),
+        (
+            "python3.12 -m venv .venv && . .venv/bin/activate\n"
+            "pip install --require-hashes --no-deps --extra-index-url https://download.pytorch.org/whl/cu128 "
+            "-r envs/gpu-nvidia-cu128/requirements.lock"
+        ),
+    ]
+    assert steps[0]["note"] == "the family's default environment"
+    assert steps[3]["label"] == "Without accelenv: the locked requirements, into Python 3.12"
+
+
+def test_start_steps_of_an_unlocked_environment(matrix: Matrix) -> None:
+    env = matrix.envs["gpu-nvidia-cu126"]
+    steps = start_steps(matrix, env, LockState.UNLOCKED, "gpu-nvidia-cu126")
+    assert steps[0].text == "nox -s gpu-nvidia-cu126"
+    assert steps[3].label.startswith(
+        "Without accelenv: gpu-nvidia-cu126 is not locked (accelenv lock gpu-nvidia-cu126)"
+    )
+    assert steps[3].text == (
+        "python3.12 -m pip install --extra-index-url https://download.pytorch.org/whl/cu126 "
+        "torch==2.9.1+cu126 ray==2.60.0 pytest==9.2.0"
+    )
+    assert "has a stale lock" in start_steps(matrix, env, LockState.STALE, "x")[3].label
+
+
+def test_start_sessions_are_noxs_names(matrix: Matrix) -> None:
+    """Each environment's first step names a session the noxfile registers: the family's for its default."""
+    names = {spec.name for spec in session_specs(matrix)}
+    data = page_data(matrix, LOCKS)
+    for env_id, env in data["envs"].items():
+        session = env["steps"][0]["text"].removeprefix("nox -s ")
+        assert session in names
+        family = matrix.families[env["family"]]
+        assert session == (family.session if env["default"] else env_id)
+        assert data["start"][env["family"]]["prefer"] == preference(matrix, env["family"])
+
+
+def test_start_commands_are_shell_quoted_and_data_only() -> None:
+    hostile = _with(envs__cpu_py311__tests=["tests/devices/x y;rm -rf ~.py"])
+    steps = page_data(hostile, None)["envs"]["cpu-py311"]["steps"]
+    assert steps[2]["text"].endswith("-- pytest 'tests/devices/x y;rm -rf ~.py'")
+    page = html_page(hostile)
+    assert "rm -rf" not in page.split('<script id="data"')[0]  # only in the JSON, never as markup

@@ -1,13 +1,14 @@
 "use strict";
-// The page reads and prints without this script; it adds search, the SKU picker, the driver check, keyboard
-// movement through the grids and state in the URL fragment (#sku=b300&q=h100&driver-nvidia=550.54.15).
+// The page reads and prints without this script; it adds search, the SKU picker, the driver check, "Get
+// started" (the environment to use on the picked SKU and its commands, with Copy buttons), keyboard movement
+// through the grids and state in the URL fragment (#sku=b300&q=h100&driver-nvidia=550.54.15&env=...).
 const data = JSON.parse(document.getElementById("data").textContent);
 const $ = (selector, root = document) => root.querySelector(selector);
 const $$ = (selector, root = document) => Array.from(root.querySelectorAll(selector));
 const search = document.getElementById("q");
 const select = document.getElementById("sku");
 const skus = new Map(data.skus.map(s => [s.id, s]));
-const state = { q: "", sku: null, drivers: {} };
+const state = { q: "", sku: null, env: null, drivers: {} };
 
 // ------------------------------------------------------------------------------------------------ URL state
 
@@ -15,6 +16,7 @@ function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   state.q = params.get("q") || "";
   state.sku = skus.has(params.get("sku")) ? params.get("sku") : null;
+  state.env = params.get("env") in data.envs ? params.get("env") : null;
   state.drivers = {};
   for (const family of data.families) {
     const value = params.get("driver-" + family);
@@ -25,6 +27,7 @@ function readHash() {
 function writeHash() {
   const params = new URLSearchParams();
   if (state.sku) params.set("sku", state.sku);
+  if (state.env) params.set("env", state.env);
   if (state.q) params.set("q", state.q);
   for (const [family, value] of Object.entries(state.drivers)) if (value) params.set("driver-" + family, value);
   const text = params.toString();
@@ -88,6 +91,21 @@ function driverVerdict(envId, sku, text) {
 const SYMBOL = { runs: "\u2713", warn: "!", no: "\u2715" };
 const RANK = { runs: 0, warn: 1, no: 2 };
 
+// One cell as the reader's driver (`text`, may be empty) leaves it: the page's verdict, made worse by the check.
+function liveCell(sku, base, text) {
+  let status = base.status, why = base.why;
+  if (text && status !== "no") {
+    const found = driverVerdict(base.env, sku, text);
+    if (found) {
+      if (RANK[found.status] > RANK[status]) status = found.status;
+      why = found.why + " (" + base.why + ")";
+    } else {
+      why = base.why + `; driver ${text} satisfies it`;
+    }
+  }
+  return { status, why };
+}
+
 function applyDrivers() {
   for (const section of $$(".family")) {
     const family = section.dataset.family;
@@ -97,17 +115,7 @@ function applyDrivers() {
     for (const row of $$("tbody tr", section)) {
       const sku = skus.get(row.dataset.sku);
       for (const td of $$("td.c", row)) {
-        const base = sku.envs.find(e => e.env === td.dataset.env);
-        let status = base.status, why = base.why;
-        if (text && status !== "no") {
-          const found = driverVerdict(td.dataset.env, sku, text);
-          if (found) {
-            if (RANK[found.status] > RANK[status]) status = found.status;
-            why = found.why + " (" + base.why + ")";
-          } else {
-            why = base.why + `; driver ${text} satisfies it`;
-          }
-        }
+        const { status, why } = liveCell(sku, sku.envs.find(e => e.env === td.dataset.env), text);
         td.dataset.status = status;
         td.dataset.why = why;
         td.title = why;
@@ -185,6 +193,200 @@ function pick(id) {
     body.append(tr);
   }
   for (const tr of $$(".grid tbody tr")) tr.classList.toggle("picked", tr.dataset.sku === state.sku);
+  renderStart(sku);
+}
+
+// ------------------------------------------------------------------------------------------------ get started
+
+// The environments that run on `sku` with the reader's driver, best first, as `accelenv which` ranks them: the
+// page works out the family's order among equals (data.start[family].prefer: default, then CI tier, then the
+// matrix's order); here only the driver can change a status, and "runs" goes before "warn" (a stable sort).
+function ranking(sku) {
+  const text = (state.drivers[sku.family] || "").trim();
+  const live = new Map(sku.envs.map(row => [row.env, liveCell(sku, row, text)]));
+  const order = data.start[sku.family].prefer.filter(e => live.has(e) && live.get(e).status !== "no");
+  order.sort((a, b) => RANK[live.get(a).status] - RANK[live.get(b).status]);
+  return { live, order, text };
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function tierWords(tier) {
+  return tier === "pr" ? "CI tests it on every pull request" : tier === "nightly" ? "CI tests it nightly" : "CI tests it before a release";
+}
+
+function whyChosen(sku, env, order, live) {
+  const family = data.start[sku.family];
+  const info = data.envs[env];
+  const row = live.get(env);
+  const how = row.status === "runs" ? "runs" : "runs with a caveat";
+  if (env !== order[0]) return `An alternative to ${order[0]}: it ${how} on ${sku.name}: ${row.why}.`;
+  if (info.default) return `Recommended: the ${family.name} default (nox -s ${family.session}), and it ${how} on ${sku.name}: ${row.why}.`;
+  const fallback = family.prefer.find(e => data.envs[e].default);
+  if (!fallback) return `Recommended: the best that ${how} on ${sku.name} (${tierWords(info.tier)}): ${row.why}.`;
+  const theirs = live.get(fallback);
+  if (theirs && theirs.status !== "no") {
+    return `Recommended: the default, ${fallback}, only runs with a caveat here (${theirs.why}); ${env} runs without one (${tierWords(info.tier)}).`;
+  }
+  return `Recommended: the default, ${fallback}, does not run on ${sku.name} (${theirs ? theirs.why : "not listed"}); ${env} is the best that does: it ${how} and ${tierWords(info.tier)}.`;
+}
+
+function copyButton(code, label) {
+  const button = el("button", "copy", "Copy");
+  button.type = "button";
+  button.setAttribute("aria-label", "Copy: " + label);
+  button.addEventListener("click", () => copy(button, code));
+  return button;
+}
+
+// Copy a command. navigator.clipboard needs a secure context and the reader's permission, which a page opened
+// from a file may not get; the fallback selects the text and asks the browser to copy the selection, and if
+// even that is refused the text stays selected for Ctrl+C.
+async function copy(button, code) {
+  const text = code.textContent;
+  let how = "";
+  try {
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      await Promise.race([
+        navigator.clipboard.writeText(text),
+        new Promise((_, reject) => setTimeout(() => reject(new Error("no answer")), 1000)),
+      ]);
+      how = "clipboard";
+    }
+  } catch (e) { how = ""; }
+  if (!how) {
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    let done = false;
+    try { done = document.execCommand("copy"); } catch (e) { done = false; }
+    how = done ? "selection" : "selected";
+  }
+  button.dataset.copied = how;
+  button.textContent = how === "selected" ? "Press Ctrl+C" : "Copied";
+  document.getElementById("copy-status").textContent = how === "selected"
+    ? "Selected; press Ctrl+C to copy" : "Copied to the clipboard";
+  clearTimeout(button.reset);
+  button.reset = setTimeout(() => { button.textContent = "Copy"; delete button.dataset.copied; }, 2000);
+}
+
+function renderNone(sku, text) {
+  const box = document.getElementById("start-none");
+  box.replaceChildren();
+  const family = data.start[sku.family];
+  const runnable = sku.recommended;
+  const head = el("p", "none-head");
+  if (!sku.envs.length) {
+    head.textContent = `No ${family.name} environment exists yet, so nothing runs on ${sku.name}: add one to matrix.toml.`;
+    box.append(head);
+    return;
+  }
+  const reasons = el("ul", "none-why");
+  if (!runnable.length || !text) {
+    head.textContent = `No environment runs on ${sku.name} yet. Each one's reason:`;
+    for (const row of sku.envs) {
+      const item = el("li");
+      item.append(el("code", "", row.env), ": " + row.why);
+      reasons.append(item);
+    }
+  } else {
+    const found = parts(text);
+    // The lowest driver that runs one of them; among equals, the one ranked first.
+    const needs = runnable.map(env => sku.envs.find(r => r.env === env)).filter(r => r.floor)
+      .map(r => ({ env: r.env, floor: r.compat_floor || r.floor, full: r.compat_floor ? r.floor : null }))
+      .filter(r => found && compare(found, parts(r.floor)) < 0)
+      .sort((a, b) => compare(parts(a.floor), parts(b.floor)));
+    if (needs.length) {
+      const best = needs[0];
+      head.append(`Driver ${text} is too old for every environment that runs on ${sku.name}. Update it: `);
+      head.append(el("strong", "", `needs driver >= ${best.floor}`));
+      head.append(` (for ${best.env}` + (best.full ? `, >= ${best.full} without compatibility mode)` : ")") + ".");
+    } else {
+      head.textContent = `No environment that runs on ${sku.name} accepts driver ${text}:`;
+    }
+    for (const env of runnable) {
+      const item = el("li");
+      item.append(el("code", "", env), ": " + liveCell(sku, sku.envs.find(r => r.env === env), text).why);
+      reasons.append(item);
+    }
+  }
+  box.append(head, reasons);
+}
+
+function renderStart(sku) {
+  const family = data.start[sku.family];
+  document.getElementById("start-sku").textContent = sku.name;
+  const label = document.getElementById("start-driver-label");
+  const input = document.getElementById("start-driver");
+  label.hidden = !family.driver;
+  document.getElementById("start-driver-name").textContent = `Your ${family.name} driver`;
+  const value = state.drivers[sku.family] || "";
+  if (input.value.trim() !== value && document.activeElement !== input) input.value = value;
+  const familyBox = $(`input[data-driver="${CSS.escape(sku.family)}"]`);
+  input.placeholder = familyBox ? familyBox.placeholder + " (optional)" : "optional";
+  const { live, order, text } = ranking(sku);
+  const body = document.getElementById("start-body");
+  const none = document.getElementById("start-none");
+  body.hidden = !order.length;
+  none.hidden = !!order.length;
+  if (!order.length) { renderNone(sku, text); return; }
+  const chosen = order.includes(state.env) ? state.env : order[0];
+  const list = document.getElementById("start-envs");
+  list.replaceChildren();
+  for (const env of order) {
+    const info = data.envs[env];
+    const row = live.get(env);
+    const button = el("button", "env-choice");
+    button.type = "button";
+    button.dataset.env = env;
+    button.dataset.status = row.status;
+    button.setAttribute("aria-pressed", String(env === chosen));
+    button.title = row.why;
+    const top = el("span", "choice-top");
+    top.append(el("code", "", env));
+    if (env === order[0]) top.append(el("span", "badge recommended", "recommended"));
+    if (info.default) top.append(el("span", "badge default", "\u2605 default"));
+    const status = el("span", "c pill");
+    status.dataset.status = row.status;
+    status.append(el("span", "sym", SYMBOL[row.status]), el("span", "word", row.status));
+    const meta = el("span", "meta", `${info.runtime} \u00b7 py${info.python} \u00b7 ${info.tier}` + (info.lock ? ` \u00b7 ${info.lock}` : ""));
+    button.append(top, meta, status);
+    button.addEventListener("click", () => {
+      state.env = env === order[0] ? null : env;
+      writeHash();
+      renderStart(sku);
+      const again = $(`#start-envs button[data-env="${CSS.escape(env)}"]`);
+      if (again) again.focus();
+    });
+    list.append(button);
+  }
+  document.getElementById("start-env").textContent = chosen;
+  document.getElementById("start-why").textContent = whyChosen(sku, chosen, order, live);
+  const steps = document.getElementById("start-steps");
+  steps.replaceChildren();
+  for (const step of data.envs[chosen].steps) {
+    const item = el("li", "step");
+    const head = el("p", "step-label", step.label);
+    if (step.note) head.append(" ", el("span", "muted", "(" + step.note + ")"));
+    const box = el("div", "code");
+    const pre = el("pre");
+    const code = el("code");
+    step.text.split("\n").forEach((line, i) => {
+      if (i) code.append(el("span", "nl", "\n"));  // textContent keeps the line break; the spans show it
+      code.append(el("span", "line", line));
+    });
+    pre.append(code);
+    box.append(pre, copyButton(code, step.label));
+    item.append(head, box);
+    steps.append(item);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ grid keys
@@ -231,6 +433,7 @@ function moveFocus(td, key) {
 }
 
 function choose(td) {
+  if (state.sku !== td.closest("tr").dataset.sku) state.env = null;
   state.sku = td.closest("tr").dataset.sku;
   writeHash();
   pick(state.sku);
@@ -276,10 +479,38 @@ search.addEventListener("input", () => { state.q = search.value; writeHash(); ap
 search.addEventListener("keydown", event => {
   if (event.key === "Escape") { search.value = ""; state.q = ""; writeHash(); applyFilter(); }
 });
-select.addEventListener("change", () => { state.sku = select.value; writeHash(); pick(state.sku); });
+select.addEventListener("change", () => { state.sku = select.value; state.env = null; writeHash(); pick(state.sku); });
+const startDriver = document.getElementById("start-driver");
+startDriver.addEventListener("input", () => {
+  const sku = skus.get(select.value);
+  state.drivers[sku.family] = startDriver.value.trim();
+  writeHash();
+  applyDrivers();
+  pick(state.sku);
+});
+document.getElementById("start").hidden = false;
 document.addEventListener("keydown", event => {
   const typing = /^(INPUT|SELECT|TEXTAREA)$/.test((event.target.tagName || ""));
   if (event.key === "/" && !typing) { event.preventDefault(); search.focus(); search.select(); }
+});
+// In-page links (the section nav, SKU, environment and source links) scroll to their target and keep the page's
+// state in the fragment instead of replacing it; a SKU link also picks that SKU.
+document.addEventListener("click", event => {
+  const link = event.target.closest && event.target.closest('a[href^="#"]');
+  if (!link || event.defaultPrevented || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  const id = decodeURIComponent(link.getAttribute("href").slice(1));
+  const target = id && !id.includes("=") ? document.getElementById(id) : null;
+  if (!target) return;
+  event.preventDefault();
+  if (id.startsWith("sku-") && skus.has(id.slice(4))) {
+    if (state.sku !== id.slice(4)) state.env = null;
+    state.sku = id.slice(4);
+    writeHash();
+    pick(state.sku);
+  }
+  target.scrollIntoView();
+  if (!target.matches("a, button, input, select, textarea, [tabindex]")) target.tabIndex = -1;
+  target.focus({ preventScroll: true });
 });
 function render() { readHash(); applyDrivers(); applyFilter(); pick(state.sku); }
 window.addEventListener("hashchange", render);

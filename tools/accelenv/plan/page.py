@@ -13,15 +13,17 @@ same input gives the same bytes.
 from __future__ import annotations
 
 import html
+import shlex
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from accelenv.matrix.resolve import driver_floor
-from accelenv.plan.lock import LockState
+from accelenv.matrix.resolve import driver_floor, pip_command
+from accelenv.plan.lock import LOCK_NAME, LockState
 from accelenv.plan.render import human_tag
-from accelenv.plan.report import GENERATED, script_json, verdict
+from accelenv.plan.report import GENERATED, preference, recommended, script_json, verdict
+from accelenv.plan.sessions import session_specs
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -121,17 +123,87 @@ def _lock_badge(lock: LockState | None, env: Environment) -> str:
 # ---------------------------------------------------------------------------------------------------- data
 
 
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One step of "Get started": what it does, and the shell text a reader copies (empty: nothing to run)."""
+
+    label: str
+    text: str
+    note: str = ""
+
+
+def _shell(words: Iterable[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, session: str) -> list[Step]:
+    """The commands that set `env` up, in order: the nox session (`session`, the family's when `env` is its
+    default), the host check, the image with the environment's tests, and plain pip for a reader without
+    accelenv: the lock with hashes when it is current, else the pins (unhashed) and why."""
+    tests = list(env.tests) or ["tests/devices"]
+    steps = [
+        Step(
+            label="Check the host, install the lock and run the tests, in one step",
+            text=_shell(["nox", "-s", session]),
+            note="the family's default environment" if env.default else "this environment's own session",
+        ),
+        Step(label="Or step by step: verify this host first", text=_shell(["accelenv", "check", env.id])),
+        Step(
+            label="Build the image and run the environment's tests in it",
+            text=_shell(["accelenv", "build", env.id])
+            + " && "
+            + _shell(["accelenv", "run", env.id, "--", "pytest", *tests]),
+        ),
+    ]
+    python = f"python{env.python}"
+    indexes = (["--index-url", env.requirements.index_url] if env.requirements.index_url else []) + [
+        word for url in env.requirements.extra_index_urls for word in ("--extra-index-url", url)
+    ]
+    if lock in (LockState.CURRENT, None):
+        lock_file = f"envs/{env.id}/{LOCK_NAME}"
+        steps.append(
+            Step(
+                label=f"Without accelenv: the locked requirements, into Python {env.python}",
+                text=f"{_shell([python, '-m', 'venv', '.venv'])} && . .venv/bin/activate\n"
+                + _shell(["pip", "install", "--require-hashes", "--no-deps", *indexes, "-r", lock_file]),
+                note="" if lock else "the lock's state is not known to this page",
+            )
+        )
+    else:
+        why = "is not locked" if lock is LockState.UNLOCKED else "has a stale lock"
+        steps.append(
+            Step(
+                label=f"Without accelenv: {env.id} {why} (accelenv lock {env.id}); its pins, without hashes, "
+                f"into Python {env.python}",
+                text=_shell(pip_command(env)),
+            )
+        )
+    return steps
+
+
 def page_data(matrix: Matrix, locks: Mapping[str, LockState] | None) -> dict[str, Any]:
     """What the script needs: each SKU's cells (the picker), each environment's driver rule (the driver check)."""
     locks = locks or {}
+    sessions: dict[str, str] = {}
+    for spec in session_specs(matrix):  # a default environment's first session is its family's
+        sessions.setdefault(spec.env, spec.name)
     envs: dict[str, Any] = {}
     for env in matrix.envs.values():
         rt = matrix.runtimes[env.runtime]
         rule = rt.driver
+        lock = locks.get(env.id)
         envs[env.id] = {
             "family": env.family,
             "runtime": rt.name,
             "kind": matrix.families[env.family].runtime_kind,
+            "default": env.default,
+            "python": env.python,
+            "tier": str(env.ci_tier),
+            "lock": LOCK_LABELS[lock] if lock else None,
+            "steps": [
+                {"label": s.label, "text": s.text, "note": s.note}
+                for s in start_steps(matrix, env, lock, sessions.get(env.id, env.id))
+            ],
             "driver": {
                 "min": str(rule.min) if rule.min else None,
                 "compat_min": str(rule.compat_min) if rule.compat_min else None,
@@ -144,14 +216,27 @@ def page_data(matrix: Matrix, locks: Mapping[str, LockState] | None) -> dict[str
                 ],
             },
         }
+    preferred = {f.id: preference(matrix, f.id) for f in matrix.families.values()}
     skus = []
     for sku in matrix.skus.values():
-        rows = []
+        rows: list[dict[str, Any]] = []
         for env in matrix.envs.values():
             if env.family != sku.family:
                 continue
             c = cell(matrix, sku, env, locks.get(env.id))
-            rows.append({"env": env.id, "status": c.status, "runs": c.status != "no", "why": c.why})
+            rule = matrix.runtimes[env.runtime].driver
+            floor = driver_floor(rule, sku)
+            compat = max(v for v in (rule.compat_min, sku.driver_min) if v) if rule.compat_min else None
+            rows.append(
+                {
+                    "env": env.id,
+                    "status": c.status,
+                    "runs": c.status != "no",
+                    "why": c.why,
+                    "floor": str(floor) if floor else None,
+                    "compat_floor": str(compat) if compat and compat != floor else None,
+                }
+            )
         skus.append(
             {
                 "id": sku.id,
@@ -161,9 +246,23 @@ def page_data(matrix: Matrix, locks: Mapping[str, LockState] | None) -> dict[str
                 "pci": list(sku.pci_device_ids),
                 "driver_min": str(sku.driver_min) if sku.driver_min else None,
                 "envs": rows,
+                "recommended": recommended(preferred[sku.family], {r["env"]: r["status"] for r in rows}),
             }
         )
-    return {"skus": skus, "envs": envs, "families": [f.id for f in matrix.families.values()]}
+    start = {
+        f.id: {"name": f.name, "session": f.session, "prefer": preferred[f.id], "driver": _ruled(matrix, f.id)}
+        for f in matrix.families.values()
+    }
+    return {"skus": skus, "envs": envs, "families": [f.id for f in matrix.families.values()], "start": start}
+
+
+def _ruled(matrix: Matrix, family: str) -> bool:
+    """Whether a driver version can change a verdict in `family` (its grid then has a "Your driver" box)."""
+    return any(
+        (r := matrix.runtimes[e.runtime].driver).min or r.compat_min or r.max or r.accepted or r.releases
+        for e in matrix.envs.values()
+        if e.family == family
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- sections
@@ -180,10 +279,7 @@ def _overview(matrix: Matrix, locks: Mapping[str, LockState]) -> list[str]:
         skus = [s for s in matrix.skus.values() if s.family == family.id]
         if not envs or not skus:
             continue
-        ruled = any(
-            (r := matrix.runtimes[e.runtime].driver).min or r.compat_min or r.max or r.accepted or r.releases
-            for e in envs
-        )
+        ruled = _ruled(matrix, family.id)
         fid = _e(family.id)
         out.append(f'<section class="family" id="fam-{fid}" data-family="{fid}" aria-labelledby="h-fam-{fid}">')
         out.append(
@@ -240,6 +336,32 @@ def _overview(matrix: Matrix, locks: Mapping[str, LockState]) -> list[str]:
         out.append("</section>")
     out.append("</section>")
     return out
+
+
+def _start() -> list[str]:
+    """ "Get started": filled by the script for the picked SKU (and driver), hidden without it."""
+    return [
+        '<section id="start" class="start" aria-labelledby="h-start" hidden>',
+        '<div class="start-head"><h2 id="h-start">Get started on <span id="start-sku"></span></h2>',
+        (
+            '<label class="control start-driver" id="start-driver-label"><span id="start-driver-name">Your driver'
+            '</span><input id="start-driver" type="text" inputmode="decimal" autocomplete="off" spellcheck="false">'
+            "</label>"
+        ),
+        "</div>",
+        '<div id="start-body" class="start-body">',
+        (
+            '<div class="start-choose"><p class="start-sub" id="start-envs-label">Environments that run here, best '
+            "first (as <code>accelenv which</code> ranks them)</p>"
+        ),
+        '<div id="start-envs" class="env-choices" role="group" aria-labelledby="start-envs-label"></div></div>',
+        '<div class="start-run"><h3><code id="start-env"></code></h3><p id="start-why" class="start-why"></p>',
+        '<ol id="start-steps" class="steps"></ol></div>',
+        "</div>",
+        '<div id="start-none" class="start-none" role="status" hidden></div>',
+        '<p id="copy-status" class="visually-hidden" aria-live="polite"></p>',
+        "</section>",
+    ]
 
 
 def _example_driver(matrix: Matrix, envs: list[Environment]) -> str:
@@ -415,13 +537,15 @@ def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, r
         f'<label class="control"><span>Accelerator</span><select id="sku">{options}</select></label>',
         '<p id="count" class="muted" aria-live="polite"></p>',
         "</div>",
-        '<nav aria-label="Sections"><a href="#overview">Overview</a><a href="#pick">By SKU</a>'
+        '<nav aria-label="Sections"><a href="#start">Get started</a><a href="#overview">Overview</a>'
+        '<a href="#pick">By SKU</a>'
         '<a href="#environments">Environments</a><a href="#runtimes">Runtimes</a>'
         + ('<a href="#drivers">Drivers</a>' if matrix.drivers else "")
         + '<a href="#sources">Sources</a></nav>',
         f'<ul class="legend" aria-label="Legend">{legend}</ul>',
         "</header>",
         "<main>",
+        *_start(),
         *_overview(matrix, locks),
         '<section id="pick" aria-labelledby="h-pick"><h2 id="h-pick">By SKU: <span id="pick-name"></span></h2>',
         '<p id="pick-meta" class="muted"></p>',

@@ -12,7 +12,7 @@ from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.matrix.resolve import driver_floor
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from accelenv.matrix import Environment, Matrix, Sku
     from accelenv.plan.lock import LockState
@@ -39,24 +39,49 @@ def verdict(matrix: Matrix, sku: Sku, env: Environment) -> tuple[bool, str]:
     return True, f"{runtime.name}" + (f", driver >= {floor}" if floor else "")
 
 
+def preference(matrix: Matrix, family: str) -> list[str]:
+    """The family's environments in the order `accelenv which` gives them when their verdicts are equal
+    (`accelenv.check.rank`): the default first, then by CI tier (pr, nightly, release), then as the matrix
+    lists them."""
+    from accelenv.check.rank import _TIER  # the one order of tiers, shared with the command line
+
+    envs = [e for e in matrix.envs.values() if e.family == family]
+    return [e.id for e in sorted(envs, key=lambda e: (not e.default, _TIER[e.ci_tier]))]
+
+
+RECOMMEND_ORDER = {"runs": 0, "warn": 1}  # `accelenv which`: a pass before a warning; "no" is left out
+
+
+def recommended(preferred: Iterable[str], statuses: Mapping[str, str]) -> list[str]:
+    """The environments that run (status "runs" or "warn"), best first, as `accelenv which` ranks them: by
+    status, then in `preferred` order (`preference`). The page's script applies the same two keys after the
+    reader's driver changed the statuses."""
+    running = [env for env in preferred if statuses.get(env) in RECOMMEND_ORDER]
+    return sorted(running, key=lambda env: RECOMMEND_ORDER[statuses[env]])
+
+
 def report_data(matrix: Matrix) -> dict[str, Any]:
-    return {
-        "skus": [
+    preferred = {family: preference(matrix, family) for family in matrix.families}
+    skus = []
+    for sku in matrix.skus.values():
+        rows: list[dict[str, Any]] = [
+            {"env": env.id, "runs": ok, "why": why}
+            for env in matrix.envs.values()
+            if env.family == sku.family
+            for ok, why in [verdict(matrix, sku, env)]
+        ]
+        statuses = {row["env"]: "runs" if row["runs"] else "no" for row in rows}
+        skus.append(
             {
                 "id": sku.id,
                 "name": sku.name,
                 "family": sku.family,
                 "arch": sku.arch,
-                "envs": [
-                    {"env": env.id, "runs": ok, "why": why}
-                    for env in matrix.envs.values()
-                    if env.family == sku.family
-                    for ok, why in [verdict(matrix, sku, env)]
-                ],
+                "envs": rows,
+                "recommended": recommended(preferred.get(sku.family, []), statuses),
             }
-            for sku in matrix.skus.values()
-        ]
-    }
+        )
+    return {"skus": skus}
 
 
 def _md(text: str) -> str:
