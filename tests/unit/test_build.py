@@ -626,3 +626,21 @@ def test_a_malformed_os_lock_line_is_an_error_naming_the_line(line: str) -> None
     text = "# base: debian:12 pinned sha256:" + "e" * 64 + "\n\n" + line + "\n"
     with pytest.raises(ValueError, match=r"\Aenvs/x/os-packages.lock:3: not `name version"):
         parse_os_lock(text, where="envs/x/os-packages.lock")
+
+
+@pytest.mark.parametrize(
+    ("caller", "owner", "expected"),
+    [
+        ((1001, 1001), (1001, 1001), (1001, 1001)),  # in one's own tree
+        ((4242, 100), (0, 0), (4242, 100)),  # in a folder root owns but the caller may write to (/tmp)
+        ((4242, 100), (1000, 1000), (4242, 100)),  # in someone else's tree: files are the caller's
+        ((0, 0), (1000, 1000), (1000, 1000)),  # sudo accelenv run in a user's tree: files stay the user's
+        ((0, 0), (0, 0), (0, 0)),
+    ],
+)
+def test_the_container_runs_as_the_caller_or_under_sudo_as_the_trees_owner(
+    caller: tuple[int, int], owner: tuple[int, int], expected: tuple[int, int]
+) -> None:
+    from accelenv.build.images import container_user
+
+    assert container_user(caller, owner) == expected

@@ -380,6 +380,13 @@ def shm_and_ipc(
     return override or shm_size or DEFAULT_SHM, ipc
 
 
+def container_user(caller: tuple[int, int], owner: tuple[int, int]) -> tuple[int, int]:
+    """Whom `accelenv run`'s container runs as: the caller (uid, gid), so what the command writes is theirs, in
+    their own tree or any other folder they may write to. Root, as under `sudo`, runs it as the owner of the
+    working tree instead: files root would create there would leave the tree's owner unable to change them."""
+    return owner if caller[0] == 0 else caller
+
+
 def run_spec(
     matrix: Matrix,
     env: Environment,
@@ -391,9 +398,10 @@ def run_spec(
     shm_size: str | None = None,
     user: tuple[int, int] | None = None,
 ) -> RunSpec:
-    """The container for `accelenv run`: the working tree at /workspace, written as its owner (`user`, uid and
-    gid; default: the owner of `workdir`), so files the command creates belong to the host user whatever their
-    uid; the family's devices; /dev/shm and IPC as the family's data says (see `shm_and_ipc`). Pure data."""
+    """The container for `accelenv run`: the working tree at /workspace, written as `user` (uid, gid; default:
+    the owner of `workdir`; the command line passes `container_user`), so files the command creates belong to the
+    host user whatever their uid; the family's devices; /dev/shm and IPC as the family's data says (see
+    `shm_and_ipc`). Pure data."""
     family = matrix.families[env.family]
     devices = sorted({node for pattern in family.container_devices for node in root.glob(pattern)})
     if user is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -276,7 +277,7 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.build.engine import connect
-    from accelenv.build.images import run_spec
+    from accelenv.build.images import container_user, run_spec
     from accelenv.host.root import Root
     from accelenv.matrix.resolve import get_env
 
@@ -285,14 +286,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     command = list(args.command)
     if not command:
         raise UsageError("nothing to run: accelenv run ENV -- COMMAND [ARGS...]")
+    workdir = Path.cwd()
+    tree = workdir.stat()
     spec = run_spec(
         matrix,
         env,
         _image_ref(args, matrix, env.id),
         command,
         root=Root.from_option(None),
-        workdir=Path.cwd(),
+        workdir=workdir,
         shm_size=args.shm_size,
+        user=container_user((os.getuid(), os.getgid()), (tree.st_uid, tree.st_gid)),
     )
 
     def echo(line: str) -> None:
