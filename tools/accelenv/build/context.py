@@ -224,11 +224,20 @@ MAX_DEB = 512 * 2**20  # one .deb; the largest in Debian are a few hundred MB
 
 
 def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0) -> None:
-    """Download every .deb of the OS lock into `folder`, each checked against its size and sha256."""
+    """Download every .deb of the OS lock into `folder`, each checked against its size and sha256. A download
+    that fails leaves no file behind. A URL's `user:password@` is not repeated in any message."""
     import requests
+
+    from accelenv.host.redact import redact_text
 
     folder.mkdir(parents=True, exist_ok=True)
     for package in lock.packages:
+        url = redact_text(package.url)
+        if package.size > MAX_DEB:
+            raise BuildError(
+                f"{url}: its lock says {package.size} bytes, more than the {MAX_DEB} accelenv downloads for one "
+                ".deb; check the lock (run accelenv lock again)"
+            )
         target = folder / package.filename
         digest = hashlib.sha256()
         received = 0
@@ -238,16 +247,19 @@ def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0) -> None:
                 with target.open("wb") as out:
                     for chunk in response.iter_content(chunk_size=1 << 20):
                         received += len(chunk)
-                        if received > min(package.size, MAX_DEB):
-                            raise BuildError(f"{package.url} is larger than the {package.size} bytes its lock says")
+                        if received > package.size:
+                            raise BuildError(f"{url} is larger than the {package.size} bytes its lock says")
                         digest.update(chunk)
                         out.write(chunk)
-        except requests.RequestException as error:
-            raise BuildError(f"cannot download {package.url}: {error}") from error
+        except BaseException as error:
+            target.unlink(missing_ok=True)  # never a partial .deb in the build context
+            if isinstance(error, requests.RequestException):
+                raise BuildError(f"cannot download {url}: {redact_text(str(error))}") from error
+            raise
         if received != package.size or digest.hexdigest() != package.sha256:
             target.unlink()
             raise BuildError(
-                f"{package.url}: got {received} bytes with sha256 {digest.hexdigest()}, the lock says {package.size} "
+                f"{url}: got {received} bytes with sha256 {digest.hexdigest()}, the lock says {package.size} "
                 f"bytes with sha256 {package.sha256}; the archive changed or the download was tampered with"
             )
 

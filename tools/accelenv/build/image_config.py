@@ -40,10 +40,13 @@ def rfc3339_seconds(text: str) -> int | None:
     from datetime import datetime
 
     match = _RFC3339.fullmatch(text.strip())
-    if match is None:
+    if match is None or not match[0].isascii():
         return None
     zone = "+00:00" if match[2] == "Z" else match[2]
-    return int(datetime.fromisoformat(match[1] + zone).timestamp())
+    try:
+        return int(datetime.fromisoformat(match[1] + zone).timestamp())
+    except (ValueError, OverflowError):  # month 13, February 30, an offset of +99:00
+        return None
 
 
 def rfc3339(epoch: int) -> str:
@@ -66,6 +69,8 @@ def normalise(config: bytes, *, epoch: int) -> bytes:
         document = json.loads(config)
     except (ValueError, UnicodeDecodeError) as error:
         raise ValueError(f"the image config is not JSON: {error}") from error
+    except RecursionError as error:
+        raise ValueError("the image config is not JSON an engine writes: values nested too deeply") from error
     if not isinstance(document, dict) or not isinstance(document.get("rootfs"), dict):
         raise ValueError("the image config has no rootfs: not an image config")
     history = document.get("history", [])
@@ -87,6 +92,21 @@ def _clamped(entry: dict[str, Any], epoch: int, stamp: str) -> dict[str, Any]:
         return entry
     seconds = rfc3339_seconds(str(entry["created"]))
     return entry if seconds is not None and seconds <= epoch else {**entry, "created": stamp}
+
+
+_LONG_HEADERS = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
+                 tarfile.GNUTYPE_LONGLINK)  # fmt: skip
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """A member header whose extension (a pax header, a GNU long name) is read into memory only when it is at
+    most MAX_CONFIG bytes: tarfile itself would read one of any size the archive claims (a tar bomb)."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _LONG_HEADERS and self.size > MAX_CONFIG:
+            raise tarfile.ReadError(f"a {self.size} B extended header (at most {MAX_CONFIG} B is read)")
+        info: tarfile.TarInfo = super()._proc_member(tarfile_)  # type: ignore[misc]
+        return info
 
 
 class _Chunks(io.RawIOBase):
@@ -122,7 +142,7 @@ def config_from_archive(chunks: Iterable[bytes], image: str) -> bytes:
     name = f"{match[1]}.json"
     reader = io.BufferedReader(_Chunks(iter(chunks)), buffer_size=1 << 20)
     try:
-        with tarfile.open(fileobj=reader, mode="r|") as archive:
+        with tarfile.open(fileobj=reader, mode="r|", tarinfo=_BoundedInfo) as archive:
             for member in archive:
                 if member.name.removeprefix("./") != name:
                     continue

@@ -124,10 +124,12 @@ def plan_prune(
     if keep < 0:
         raise ValueError(f"--keep must be 0 or more, not {keep}")
     by_env: dict[str, list[tuple[ImageRecord, tuple[str, ...], tuple[str, ...]]]] = {}
+    seen: set[tuple[str, str]] = set()
     for image in images:
         env = image.labels.get(ENV_LABEL)
-        if not env:
+        if not env or (image.id, env) in seen:  # an image the engine lists twice is decided (and removed) once
             continue
+        seen.add((image.id, env))
         mine = tuple(sorted(t for t in image.tags if repository_of(t) == repository))
         content = tuple(t for t in mine if is_content_tag(t, env))
         if content:
@@ -203,8 +205,8 @@ def _decide(
         tags=mine,
         elsewhere=elsewhere,
         created=image.created,
-        size=image.size,
-        freed=image.unique_size if action == "remove" and not elsewhere else 0,
+        size=_bytes(image.size),
+        freed=_bytes(image.unique_size) if action == "remove" and not elsewhere else 0,
     )
 
 
@@ -219,13 +221,23 @@ def is_content_tag(tag: str, env: str) -> bool:
     return re.fullmatch(re.escape(env) + r"-[0-9a-f]{16}", tag.rpartition(":")[2]) is not None
 
 
+def _bytes(size: int) -> int:
+    """A size the engine reported, as a count of bytes: a negative one (-1: not computed) is 0, and a huge one is
+    bounded (2**63 - 1), so sums and human_bytes stay numbers."""
+    return min(max(0, size), 2**63 - 1)
+
+
 def _negated(created: str) -> tuple[float, int]:
-    """A sort key for newest first; an unreadable time sorts last (as the oldest)."""
+    """A sort key for newest first; an unreadable time (month 13, offset +99:00, year 0) sorts last (as the
+    oldest)."""
     match = _CREATED.fullmatch(created.strip())
-    if match is None:
+    if match is None or not match[0].isascii():
         return (float("inf"), 0)
     zone = "+00:00" if match[3] == "Z" else match[3]
-    instant = datetime.fromisoformat(match[1] + zone).astimezone(UTC)
+    try:
+        instant = datetime.fromisoformat(match[1] + zone).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return (float("inf"), 0)
     return (-instant.timestamp(), -int((match[2] or "0").ljust(9, "0")))
 
 

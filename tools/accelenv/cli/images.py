@@ -367,6 +367,11 @@ def _current(engine: Engine, args: argparse.Namespace) -> Current:
     return Current(content_tags=tags, unknown=dict(unbuildable))
 
 
+def _one_line(text: str) -> str:
+    """`text` on one line: a line break in what the engine reported (a label, a tag) is shown, not printed."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def prune(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.build.engine import connect
     from accelenv.build.prune import human_bytes, image_records, plan_prune
@@ -377,13 +382,12 @@ def prune(args: argparse.Namespace, out: TextIO) -> int:
         plan = plan_prune(image_records(engine), repository=args.repository, keep=args.keep, current=current)
         if not args.json:
             for env, reason in sorted(plan.unknown.items()):
-                out.write(f"{env}: current content tag unknown ({reason}); only --keep applies\n")
+                out.write(_one_line(f"{env}: current content tag unknown ({reason}); only --keep applies") + "\n")
             for d in plan.decisions:
                 what = {"remove": "would remove" if args.dry_run else "remove", "keep": "keep", "skip": "skip"}
                 frees = f", frees {human_bytes(d.freed)}" if d.action == "remove" else ""
-                out.write(
-                    f"{what[d.action]:<12} {' '.join(d.tags)}  {human_bytes(d.size)}{frees}: {'; '.join(d.reasons)}\n"
-                )
+                line = f"{what[d.action]:<12} {' '.join(d.tags)}  {human_bytes(d.size)}{frees}: {'; '.join(d.reasons)}"
+                out.write(_one_line(line) + "\n")
             out.flush()
         outcomes = [] if args.dry_run else remove_images(engine, plan, lambda _outcome: None)
     failed = [o for o in outcomes if not o.removed]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import tomlkit
 import tomlkit.exceptions
+import tomlkit.items
 
 from accelenv.errors import MatrixInvalidError, UsageError
 from accelenv.matrix import validate_text
@@ -215,7 +216,7 @@ def _unset(table: Any, parts: list[str], template: str | None) -> None:
 def _toml_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
-    kinds = ((str, "string"), (int, "integer"), (float, "number"), (list, "list"))
+    kinds = ((str, "string"), (int, "integer"), (float, "number"), (list, "list"), (dict, "table"))
     return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
 
 
@@ -409,9 +410,10 @@ def _from_template(
     kind: str, section: str, existing: Any, template: str, copy_from: Copy
 ) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
     if template not in existing:
-        close = difflib.get_close_matches(template, list(existing), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise UsageError(f"--from {template}: no {section}.{template}{hint}")
+        close = _close(template, [str(k) for k in existing])
+        hint = f"; did you mean '{close}'?" if close else ""
+        name = template if re.fullmatch(r"[a-z0-9._-]{1,80}", template) else shown(template)
+        raise UsageError(f"--from {name}: no {section}.{name}{hint}")
     whole = copy.deepcopy(existing[template])
     if kind == "env" and "default" in whole:
         del whole["default"]  # one default per family: a copy never takes it over
@@ -478,6 +480,16 @@ def _attach(text: str, sku: str, envs: Sequence[str], *, detach: bool, source: s
     unknown += [_unknown("environment", "envs", env, environments) for env in envs if env not in environments]
     if unknown:
         raise UsageError("; ".join(unknown))
+    for env_id in dict.fromkeys(envs):
+        current = environments[env_id].get("skus") if isinstance(environments[env_id], dict) else None
+        if current is not None and (not isinstance(current, list) or isinstance(current, tomlkit.items.AoT)):
+            # never replaced: a string or a table there is the user's to fix, not ours to overwrite
+            kind = "list of tables" if isinstance(current, list) else _toml_kind(current)
+            what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+            raise UsageError(
+                f"{source}: envs.{env_id}.skus is {what}, not a list of SKU ids; write it as a list "
+                f'(skus = ["{sku}", ...]) and run the command again; nothing written'
+            )
     changed, unchanged = [], []
     for env_id in dict.fromkeys(envs):
         env = environments[env_id]
@@ -488,7 +500,8 @@ def _attach(text: str, sku: str, envs: Sequence[str], *, detach: bool, source: s
             continue
         changed.append(env_id)
         if detach:
-            del current[[str(s) for s in current].index(sku)]
+            for index in reversed([i for i, s in enumerate(current) if s == sku]):  # every copy of a duplicate
+                del current[index]
         elif isinstance(current, list):
             current.append(sku)
         else:
@@ -503,9 +516,26 @@ def _attach(text: str, sku: str, envs: Sequence[str], *, detach: bool, source: s
 
 
 def _unknown(what: str, section: str, wanted: str, known: Any) -> str:
-    close = difflib.get_close_matches(wanted, [str(k) for k in known], n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(sorted(str(k) for k in known)) or 'none'}"
-    return f"no {what} '{wanted}' under [{section}]; {hint}"
+    close = _close(wanted, [str(k) for k in known])
+    hint = f"did you mean '{close}'?" if close else f"known: {', '.join(sorted(str(k) for k in known)) or 'none'}"
+    return f"no {what} {shown(wanted)} under [{section}]; {hint}"
+
+
+def _close(wanted: str, known: list[str]) -> str | None:
+    """The known id `wanted` was likely meant as: the one it is once Unicode lookalikes are folded (NFKC: `l4`
+    typed with U+217C SMALL ROMAN NUMERAL FIFTY is `l4`; a full-width letter is its ASCII one), else the closest
+    spelling."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", wanted[:200]).casefold()
+    same = [k for k in known if k.casefold() == folded]
+    return same[0] if same else next(iter(difflib.get_close_matches(wanted[:200], known, n=1)), None)
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """`text` (an id from the command line) as a message shows it: quoted, on one line (a newline or a quote in
+    it is escaped), and cut after `limit` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 # ---------------------------------------------------------------------------------------------------- shared
@@ -518,9 +548,13 @@ def _check_id(kind: str, entry_id: str) -> None:
         (OS_LABEL, "an OS label such as ubuntu24.04") if kind == "os" else (ID, "lower-case letters, digits and dashes")
     )
     if not re.fullmatch(pattern, entry_id):
-        lower = entry_id.lower()
+        import unicodedata
+
+        lower = unicodedata.normalize("NFKC", entry_id[:200]).lower()  # U+217C (a Roman numeral) + "4" is `l4`
         suggestion = f" (write {lower!r})" if lower != entry_id and re.fullmatch(pattern, lower) else ""
-        raise UsageError(f"{entry_id!r} is not a valid {kind} id: expected {hint}{suggestion}")
+        if kind != "os" and len(entry_id) > 64:
+            hint += ", at most 64 characters"
+        raise UsageError(f"{shown(entry_id)} is not a valid {kind} id: expected {hint}{suggestion}")
 
 
 def _parse(text: str, source: str) -> Any:
