@@ -148,6 +148,29 @@ def test_the_image_lock_is_read_as_carefully(matrix: Path, kind: str) -> None:
     assert PASSWORD not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace(" http://", " ftp://"),  # a package line that no longer reads
+        lambda text: text + "python3.12 3.12.3-1ubuntu0.1 amd64 1 sha256:" + "c" * 64 + " http://x.example/a.deb\n",
+    ],
+    ids=["bad-line", "package-twice"],
+)
+def test_a_lock_whose_body_was_damaged_is_not_current(
+    os_lock: Path, matrix: Path, damage: Callable[[str], str]
+) -> None:
+    """Its header still matches the matrix, but a line no longer reads: `lock --check` and `validate` say which
+    line, not "current" (which would leave it to `build` to find)."""
+    os_lock.write_text(damage(os_lock.read_text()))
+    assert os_lock_state(matrix.parent, ENV, BASE, REQUESTED) is LockState.STALE
+    check = accelenv("--matrix", str(matrix), "lock", "--check", ENV, timeout=30)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert f"stale os-packages.lock: envs/{ENV}/os-packages.lock:" in check.stdout
+    assert "Traceback" not in check.stderr
+    validate = accelenv("--matrix", str(matrix), "validate", timeout=30)
+    assert f"envs.{ENV}: has an OS-package lock that does not read (envs/{ENV}/os-packages.lock:" in validate.stdout
+
+
 GOOD = "python3.12 3.12.3-1ubuntu0.1 amd64 10 sha256:" + "a" * 64 + " http://archive.example/x.deb"
 HEAD = "# base: rocm/dev-ubuntu-24.04:6.4.1 pinned sha256:" + "b" * 64 + "\n# architecture: amd64; requested: x\n"
 

@@ -231,7 +231,7 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
 
 def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
     """The state of an environment's OS package lock, as a line: None when its base ships its Python."""
-    from accelenv.plan.lock import OS_LOCK_NAME, LockState, os_lock_state
+    from accelenv.plan.lock import OS_LOCK_NAME, LockState, os_lock_defect, os_lock_state
     from accelenv.plan.render import os_packages
 
     packages = os_packages(matrix, env)
@@ -245,7 +245,8 @@ def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
             f"maintainer who can pull it runs `accelenv lock {env.id}`"
         )
     if state is LockState.STALE:
-        return f"stale {OS_LOCK_NAME}: the base or its packages changed: run accelenv lock {env.id}"
+        why = os_lock_defect(repo, env.id) or "the base or its packages changed"
+        return f"stale {OS_LOCK_NAME}: {why}: run accelenv lock {env.id}"
     return "current"
 
 

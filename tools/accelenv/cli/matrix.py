@@ -89,7 +89,15 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
     """Environments without a current lock, as warnings: their sessions and builds cannot run until locked. That
     is the requirements lock, and the OS-package lock where the base image lacks the environment's Python."""
     from accelenv.matrix.problems import Problem, Severity
-    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, os_lock_path, os_lock_state
+    from accelenv.plan.lock import (
+        LockState,
+        glibc_of,
+        lock_path,
+        lock_state,
+        os_lock_defect,
+        os_lock_path,
+        os_lock_state,
+    )
     from accelenv.plan.render import os_packages
 
     problems = []
@@ -117,7 +125,14 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
         if os_state is LockState.CURRENT:
             continue
         rel = os_lock_path(repo, env.id).relative_to(repo)
-        what = "has no OS-package lock" if os_state is LockState.UNLOCKED else "has a stale OS-package lock"
+        defect = os_lock_defect(repo, env.id) if os_state is LockState.STALE else None
+        what = (
+            "has no OS-package lock"
+            if os_state is LockState.UNLOCKED
+            else f"has an OS-package lock that does not read ({defect})"
+            if defect
+            else "has a stale OS-package lock"
+        )
         problems.append(
             Problem(
                 path=f"envs.{env.id}",

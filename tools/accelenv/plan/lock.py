@@ -332,11 +332,28 @@ def parse_os_lock(text: str, *, where: str) -> OsLock:
 
 
 def os_lock_state(repo: Path, env_id: str, base: str, packages: tuple[str, ...]) -> LockState:
+    """CURRENT when the lock was made for this base and these packages and every line of it reads (a lock whose
+    body was damaged is STALE: `os_lock_defect` says where)."""
     text = read_lock(repo, os_lock_path(repo, env_id), what="OS package lock")
     if text is None:
         return LockState.UNLOCKED
     match = _OS_INPUT.search(text)
-    return LockState.CURRENT if match and match.group(1) == os_input_digest(base, packages) else LockState.STALE
+    if not match or match.group(1) != os_input_digest(base, packages):
+        return LockState.STALE
+    return LockState.STALE if os_lock_defect(repo, env_id) else LockState.CURRENT
+
+
+def os_lock_defect(repo: Path, env_id: str) -> str | None:
+    """What is wrong with the body of an environment's OS lock (file:line and what), or None when it reads."""
+    path = os_lock_path(repo, env_id)
+    text = read_lock(repo, path, what="OS package lock")
+    if text is None:
+        return None
+    try:
+        parse_os_lock(text, where=str(path.relative_to(repo)))
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def apt_script(packages: tuple[str, ...]) -> str:
