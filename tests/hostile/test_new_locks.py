@@ -9,6 +9,7 @@ import http.server
 import os
 import shutil
 import threading
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -226,7 +227,9 @@ class _Archive:
 
     def __init__(self) -> None:
         self.routes: dict[str, tuple[int, dict[str, str], bytes]] = {}
+        self.trickle: dict[str, float] = {}  # path -> seconds between bytes (the whole body, one byte at a time)
         self.seen: list[tuple[str, str | None]] = []  # (path, Authorization header)
+        self.stop = threading.Event()
         archive = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -241,7 +244,17 @@ class _Archive:
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(body)
+                if self.path not in archive.trickle:
+                    self.wfile.write(body)
+                    return
+                for byte in body:  # until the client hangs up or the test ends
+                    if archive.stop.wait(archive.trickle[self.path]):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
@@ -257,6 +270,7 @@ def _serve() -> Iterator[_Archive]:
     try:
         yield archive
     finally:
+        archive.stop.set()
         archive.httpd.shutdown()
         archive.httpd.server_close()
         archive.thread.join(timeout=5)
@@ -313,6 +327,25 @@ def test_a_failed_download_names_the_url_without_its_password(archive: _Archive,
     message = _fetch(_lock(package), tmp_path / "os-packages")
     assert message.startswith("cannot download http://bot:")
     assert "404" in message
+
+
+@pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])  # the server closes after the body, or keeps alive
+def test_a_server_that_trickles_bytes_is_cut_off(archive: _Archive, tmp_path: Path, protocol: str) -> None:
+    """Each byte arrives well within the read timeout, so only a deadline for the whole download ends it: the
+    watchdog shuts the socket down at timeout + size / min_rate, and nothing is left in the context."""
+    archive.httpd.RequestHandlerClass.protocol_version = protocol  # type: ignore[attr-defined]
+    archive.routes["/slow.deb"] = (200, {}, DEB)
+    archive.trickle["/slow.deb"] = 0.05  # 20 B/s: the 568-byte .deb would take half a minute
+    package = _package(archive.url("/slow.deb", userinfo=f"bot:{PASSWORD}@"))
+    folder = tmp_path / "os-packages"
+    started = time.monotonic()
+    with pytest.raises(BuildError) as caught:
+        fetch_debs(_lock(package), folder, timeout=1, min_rate=len(DEB))  # a limit of 2 s
+    assert time.monotonic() - started < 10
+    assert list(folder.iterdir()) == []
+    message = str(caught.value)
+    assert f"of {len(DEB)} bytes after 2 s, slower than" in message
+    assert PASSWORD not in message
 
 
 def test_a_size_over_the_limit_is_refused_before_any_download(archive: _Archive, tmp_path: Path) -> None:

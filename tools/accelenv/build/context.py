@@ -10,6 +10,7 @@ the locked .debs with requests (sha256 checked), so the build itself runs with t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -29,6 +30,7 @@ from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, OS_LOCK_NAME, imag
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Mapping
 
     from accelenv.matrix import Environment, Matrix
@@ -223,9 +225,16 @@ def split_lock(lock: str, sizes: Mapping[str, int]) -> tuple[str, str]:
 MAX_DEB = 512 * 2**20  # one .deb; the largest in Debian are a few hundred MB
 
 
-def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0) -> None:
+MIN_RATE = 64 * 2**10  # bytes/s: a .deb arriving slower than this (beyond `timeout`) is cut off
+
+
+def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0, min_rate: float = MIN_RATE) -> None:
     """Download every .deb of the OS lock into `folder`, each checked against its size and sha256. A download
-    that fails leaves no file behind. A URL's `user:password@` is not repeated in any message."""
+    that fails leaves no file behind. A URL's `user:password@` is not repeated in any message. `timeout` bounds
+    each read; a whole download may take `timeout` plus its size at `min_rate`, so a server that trickles bytes
+    cannot hold a build forever."""
+    import threading
+
     import requests
 
     from accelenv.host.redact import redact_text
@@ -241,18 +250,33 @@ def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0) -> None:
         target = folder / package.filename
         digest = hashlib.sha256()
         received = 0
+        limit = timeout + package.size / min_rate
+        expired = threading.Event()
         try:
             with requests.get(package.url, stream=True, timeout=timeout) as response:
                 response.raise_for_status()
-                with target.open("wb") as out:
-                    for chunk in response.iter_content(chunk_size=1 << 20):
-                        received += len(chunk)
-                        if received > package.size:
-                            raise BuildError(f"{url} is larger than the {package.size} bytes its lock says")
-                        digest.update(chunk)
-                        out.write(chunk)
+                watchdog = threading.Timer(limit, _cut_off, args=(response, expired))
+                watchdog.daemon = True
+                watchdog.start()
+                try:
+                    with target.open("wb") as out:
+                        for chunk in response.iter_content(chunk_size=1 << 20):
+                            received += len(chunk)
+                            if received > package.size:
+                                raise BuildError(f"{url} is larger than the {package.size} bytes its lock says")
+                            digest.update(chunk)
+                            out.write(chunk)
+                finally:
+                    watchdog.cancel()
+            if expired.is_set():  # the cut-off socket read as the end of the body
+                raise requests.ConnectionError("cut off")
         except BaseException as error:
             target.unlink(missing_ok=True)  # never a partial .deb in the build context
+            if expired.is_set():
+                raise BuildError(
+                    f"cannot download {url}: {received} of {package.size} bytes after {limit:.0f} s, slower than "
+                    f"{min_rate / 2**10:.0f} KiB/s; try again, or another mirror of the archive"
+                ) from error
             if isinstance(error, requests.RequestException):
                 raise BuildError(f"cannot download {url}: {redact_text(str(error))}") from error
             raise
@@ -262,6 +286,23 @@ def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0) -> None:
                 f"{url}: got {received} bytes with sha256 {digest.hexdigest()}, the lock says {package.size} "
                 f"bytes with sha256 {package.sha256}; the archive changed or the download was tampered with"
             )
+
+
+def _cut_off(response: Any, expired: threading.Event) -> None:
+    """Past a download's deadline: shut its socket down, which wakes the read blocked on it (closing would not)."""
+    import socket
+
+    expired.set()
+    # the socket: the connection's while it is kept alive; once http.client hands the connection to the response
+    # (the server closes after the body), only the response's file reaches it
+    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    for sock in (
+        getattr(getattr(response.raw, "connection", None), "sock", None),
+        getattr(getattr(fp, "raw", None), "_sock", None),
+    ):
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 def assemble(plan: BuildPlan, context: Path, *, source: Path, timeout: float = 1800.0) -> None:
