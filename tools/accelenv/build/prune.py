@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from accelenv.build.engine import EngineError
+from accelenv.build.image_config import rfc3339_nanoseconds
 from accelenv.plan.render import LABEL_PREFIX
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 ENV_LABEL = f"{LABEL_PREFIX}.env"
 DEFAULT_KEEP = 2
-_CREATED = re.compile(r"\A(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)\Z")
 
 Action = Literal["remove", "keep", "skip"]
 
@@ -227,18 +226,11 @@ def _bytes(size: int) -> int:
     return min(max(0, size), 2**63 - 1)
 
 
-def _negated(created: str) -> tuple[float, int]:
+def _negated(created: str) -> tuple[int, int]:
     """A sort key for newest first; an unreadable time (month 13, offset +99:00, year 0) sorts last (as the
     oldest)."""
-    match = _CREATED.fullmatch(created.strip())
-    if match is None or not match[0].isascii():
-        return (float("inf"), 0)
-    zone = "+00:00" if match[3] == "Z" else match[3]
-    try:
-        instant = datetime.fromisoformat(match[1] + zone).astimezone(UTC)
-    except (ValueError, OverflowError):
-        return (float("inf"), 0)
-    return (-instant.timestamp(), -int((match[2] or "0").ljust(9, "0")))
+    nanoseconds = rfc3339_nanoseconds(created)
+    return (1, 0) if nanoseconds is None else (0, -nanoseconds)
 
 
 def _ordinal(n: int) -> str:

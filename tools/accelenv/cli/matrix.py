@@ -292,7 +292,8 @@ def by_hand(data: dict[str, Any], lock: str | None) -> list[str]:
     if lock is not None:
         lines.append(f"/opt/venv/bin/pip install --require-hashes --no-deps -r {shlex.quote(lock)}")
     else:
-        lines.append("/opt/venv/bin/" + data["install"].split(" -m ", 1)[1] + "  # not locked: pins only")
+        pip = shlex.split(data["install"])[3:]  # `pythonX.Y -m pip install ...`, from its `install` onwards
+        lines.append(shlex.join(["/opt/venv/bin/pip", *pip]) + "  # not locked: pins only")
     return lines
 
 

@@ -55,14 +55,19 @@ def driver_floor(rule: DriverRule, sku: Sku) -> Version | None:
     return max(floors) if floors else None
 
 
+def index_options(env: Environment) -> list[str]:
+    """pip's and uv's options naming the environment's indexes (none: PyPI)."""
+    options = ["--index-url", env.requirements.index_url] if env.requirements.index_url else []
+    for url in env.requirements.extra_index_urls:
+        options += ["--extra-index-url", url]
+    return options
+
+
 def pip_command(env: Environment) -> list[str]:
     """The pip invocation that installs the environment's pins from its indexes."""
-    cmd = [f"python{env.python}", "-m", "pip", "install"]
-    if env.requirements.index_url:
-        cmd += ["--index-url", env.requirements.index_url]
-    for url in env.requirements.extra_index_urls:
-        cmd += ["--extra-index-url", url]
-    return cmd + [str(r) for r in env.requirements.packages]
+    return [f"python{env.python}", "-m", "pip", "install", *index_options(env)] + [
+        str(r) for r in env.requirements.packages
+    ]
 
 
 def resolve(matrix: Matrix, env: Environment) -> Json:

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.model import PLATFORM_MACHINES
+from accelenv.matrix.resolve import index_options
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -93,13 +94,6 @@ def lock_state(repo: Path, env: Environment, glibc: str | None = None) -> LockSt
     return LockState.CURRENT if match and match.group(1) == input_digest(env, glibc) else LockState.STALE
 
 
-def index_options(env: Environment) -> list[str]:
-    options = ["--index-url", env.requirements.index_url] if env.requirements.index_url else []
-    for url in env.requirements.extra_index_urls:
-        options += ["--extra-index-url", url]
-    return options
-
-
 # ---------------------------------------------------------------------------------------------------- merge
 
 
@@ -146,10 +140,8 @@ def render_lock(env: Environment, body: str, glibc: str | None = None) -> str:
         f"# python {env.python}; platforms {', '.join(sorted(env.platforms))}; glibc {glibc or DEFAULT_GLIBC}",
         f"# install: pip install --require-hashes -r {LOCK_NAME}",
     ]
-    options = []
-    if env.requirements.index_url:
-        options.append(f"--index-url {env.requirements.index_url}")
-    options += [f"--extra-index-url {url}" for url in env.requirements.extra_index_urls]
+    words = index_options(env)  # one option per line, as pip reads them from a requirements file
+    options = [f"{flag} {url}" for flag, url in zip(words[::2], words[1::2], strict=True)]
     return "\n".join([*header, *options, "", body.rstrip("\n"), ""])
 
 
@@ -340,17 +332,18 @@ def os_lock_state(repo: Path, env_id: str, base: str, packages: tuple[str, ...])
     match = _OS_INPUT.search(text)
     if not match or match.group(1) != os_input_digest(base, packages):
         return LockState.STALE
-    return LockState.STALE if os_lock_defect(repo, env_id) else LockState.CURRENT
+    return LockState.STALE if _os_lock_defect(text, repo, env_id) else LockState.CURRENT
 
 
 def os_lock_defect(repo: Path, env_id: str) -> str | None:
     """What is wrong with the body of an environment's OS lock (file:line and what), or None when it reads."""
-    path = os_lock_path(repo, env_id)
-    text = read_lock(repo, path, what="OS package lock")
-    if text is None:
-        return None
+    text = read_lock(repo, os_lock_path(repo, env_id), what="OS package lock")
+    return None if text is None else _os_lock_defect(text, repo, env_id)
+
+
+def _os_lock_defect(text: str, repo: Path, env_id: str) -> str | None:
     try:
-        parse_os_lock(text, where=str(path.relative_to(repo)))
+        parse_os_lock(text, where=str(os_lock_path(repo, env_id).relative_to(repo)))
     except ValueError as error:
         return str(error)
     return None

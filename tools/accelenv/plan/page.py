@@ -19,7 +19,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from accelenv.matrix.resolve import driver_floor, pip_command
+from accelenv.matrix.resolve import driver_floor, index_options, pip_command
 from accelenv.plan.lock import LOCK_NAME, LockState
 from accelenv.plan.render import human_tag
 from accelenv.plan.report import GENERATED, preference, recommended, script_json, verdict
@@ -132,10 +132,6 @@ class Step:
     note: str = ""
 
 
-def _shell(words: Iterable[str]) -> str:
-    return " ".join(shlex.quote(w) for w in words)
-
-
 def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, session: str) -> list[Step]:
     """The commands that set `env` up, in order: the nox session (`session`, the family's when `env` is its
     default), the host check, the image with the environment's tests, and plain pip for a reader without
@@ -144,28 +140,26 @@ def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, sessio
     steps = [
         Step(
             label="Check the host, install the lock and run the tests, in one step",
-            text=_shell(["nox", "-s", session]),
+            text=shlex.join(["nox", "-s", session]),
             note="the family's default environment" if env.default else "this environment's own session",
         ),
-        Step(label="Or step by step: verify this host first", text=_shell(["accelenv", "check", env.id])),
+        Step(label="Or step by step: verify this host first", text=shlex.join(["accelenv", "check", env.id])),
         Step(
             label="Build the image and run the environment's tests in it",
-            text=_shell(["accelenv", "build", env.id])
+            text=shlex.join(["accelenv", "build", env.id])
             + " && "
-            + _shell(["accelenv", "run", env.id, "--", "pytest", *tests]),
+            + shlex.join(["accelenv", "run", env.id, "--", "pytest", *tests]),
         ),
     ]
     python = f"python{env.python}"
-    indexes = (["--index-url", env.requirements.index_url] if env.requirements.index_url else []) + [
-        word for url in env.requirements.extra_index_urls for word in ("--extra-index-url", url)
-    ]
+    indexes = index_options(env)
     if lock in (LockState.CURRENT, None):
         lock_file = f"envs/{env.id}/{LOCK_NAME}"
         steps.append(
             Step(
                 label=f"Without accelenv: the locked requirements, into Python {env.python}",
-                text=f"{_shell([python, '-m', 'venv', '.venv'])} && . .venv/bin/activate\n"
-                + _shell(["pip", "install", "--require-hashes", "--no-deps", *indexes, "-r", lock_file]),
+                text=f"{shlex.join([python, '-m', 'venv', '.venv'])} && . .venv/bin/activate\n"
+                + shlex.join(["pip", "install", "--require-hashes", "--no-deps", *indexes, "-r", lock_file]),
                 note="" if lock else "the lock's state is not known to this page",
             )
         )
@@ -175,7 +169,7 @@ def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, sessio
             Step(
                 label=f"Without accelenv: {env.id} {why} (accelenv lock {env.id}); its pins, without hashes, "
                 f"into Python {env.python}",
-                text=_shell(pip_command(env)),
+                text=shlex.join(pip_command(env)),
             )
         )
     return steps
