@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.report import PASSTHROUGH_DRIVERS
+from accelenv.matrix.driver_branches import below_floor
 from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, canonical_name, release_line
 
 if TYPE_CHECKING:
@@ -584,9 +585,9 @@ def _driver_version(
         else:
             floor = rule.compat_min or rule.min
             fail.append(f"driver {found} is below {floor}, the oldest that {runtime.name} runs on")
-    for sku, floor in sku_floors.values():
-        if found < floor:
-            fail.append(f"{sku.name} needs driver {floor} or newer")
+    for sku, _floor in sku_floors.values():
+        if (reason := below_floor(sku, found)) is not None:  # floors by driver branch (driver_branches.py)
+            fail.append(reason)
     if rule.accepted and not any(_has_prefix(acc.driver_version or "", p) for p in rule.accepted):
         warn.append(f"driver {acc.driver_version} is not one known to work with {runtime.name}")
     documented = sorted(
