@@ -304,6 +304,7 @@ class FakeSession:
 CU128 = "https://download.pytorch.org/whl/cu128"
 PYPI = "https://pypi.org/simple"
 JSON_TYPE = {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+PCI_IDS_URL = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
 RATE_LIMITED = "GET https://pypi.org/pypi/ray/json was rate limited (HTTP 429); the index asks to retry after 30 s"
 
 
@@ -362,6 +363,7 @@ def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(ma
             index=PYPI,
             message="GET https://pypi.org/pypi/pytest/json failed: connection refused",
         ),
+        Problem(env="pci-ids", name="pci.ids", index=PCI_IDS_URL, message=f"GET {PCI_IDS_URL} answered HTTP 404"),
     ]
     urls = [url for url, _ in session.calls]
     assert len(urls) == len(set(urls)), "each (index, project) is asked once"
@@ -600,6 +602,7 @@ def test_problems_are_grouped_and_reach_every_format(matrix: Matrix) -> None:
             "https://pypi.org/pypi/torch/json": _pypi_page("torch", ["2.9.1"]),
             "https://pypi.org/pypi/ray/json": _pypi_page("ray", ["2.60.0"]),
             "https://pypi.org/pypi/pytest/json": _pypi_page("pytest", ["9.2.0"]),
+            PCI_IDS_URL: FakeResponse(200, "#\tVersion: 2026.10.24\n10de  NVIDIA Corporation\n"),
         }
     )
     findings, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])

@@ -217,9 +217,14 @@ def check_matrix(
         *_nvidia_devices(matrix, chosen, client, urls),
         *_rocm_releases(matrix, chosen, client, settings),
         *_neuron_releases(matrix, chosen, client, urls),
+        *_feeds_and_pci_ids(matrix, chosen, client, urls),
     ]:
         if isinstance(result, Finding):
-            findings.append(result)
+            if not any(
+                (f.kind, f.env, f.name, f.latest) == (result.kind, result.env, result.name, result.latest)
+                for f in findings
+            ):  # one new line, whichever of its sources said it first
+                findings.append(result)
         else:
             problems.append(result)
     return [_with_hold(matrix, f) for f in findings], problems
@@ -429,6 +434,20 @@ class ReleaseSourceUrls:
     neuron_manifest: str = NEURON_MANIFEST_URL
     nvidia_tags: str = NVIDIA_TAGS_URL
     nvidia_readme: str = NVIDIA_README_URL  # with {tag}
+    rocm_feed: str = "https://github.com/ROCm/TheRock/releases.atom"
+    neuron_feed: str = "https://github.com/aws-neuron/aws-neuron-sdk/releases.atom"
+    pci_ids: str = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
+
+
+def _feeds_and_pci_ids(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
+) -> list[Finding | Problem]:
+    """The sources with modules of their own: vendors' release feeds (feeds.py) and pci.ids (pciids.py)."""
+    from accelenv.upstream.feeds import FeedUrls, feed_releases
+    from accelenv.upstream.pciids import pci_id_news
+
+    feeds = feed_releases(matrix, chosen, client, FeedUrls(rocm=urls.rocm_feed, neuron=urls.neuron_feed))
+    return [*feeds, *pci_id_news(matrix, chosen, client, urls.pci_ids)]
 
 
 def _uses(matrix: Matrix, chosen: list[Environment], family: str) -> bool:

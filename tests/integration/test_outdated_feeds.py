@@ -1,0 +1,131 @@
+"""`accelenv outdated` against stand-in release feeds on loopback: GitHub's Atom feeds of AWS's and AMD's releases
+announcing Neuron 2.34.0 and ROCm 10.1.0, and a pci.ids release newer than the one the matrix cites that lists a
+new device id of a chip the matrix has (GB110, the B300's). The feeds have GitHub's shape (an `<entry>` per
+release, its `<link>` to `/releases/tag/<tag>`); the matrix is the shipped one, so this is what the scheduled
+refresh would report today."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import requests
+from hostkit import LoopbackServer
+
+from accelenv.matrix import load_matrix
+from accelenv.upstream.outdated import ReleaseSourceUrls, check_matrix, render_github
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+ENTRY = """  <entry>
+    <id>tag:github.com,2008:Repository/1/{tag}</id>
+    <updated>{date}T17:00:00Z</updated>
+    <link rel="alternate" type="text/html" href="https://github.com/{repo}/releases/tag/{tag}"/>
+    <title>{title}</title>
+    <content type="html">&lt;p&gt;Release notes&lt;/p&gt;</content>
+    <author><name>release-bot</name></author>
+  </entry>
+"""
+
+
+def atom(repo: str, releases: list[tuple[str, str, str]]) -> str:
+    entries = "".join(ENTRY.format(repo=repo, tag=t, title=title, date=d) for t, title, d in releases)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<feed xmlns="http://www.w3.org/2005/Atom" xml:lang="en-US">\n'
+        f"  <id>tag:github.com,2008:https://github.com/{repo}/releases</id>\n"
+        f'  <link type="text/html" rel="alternate" href="https://github.com/{repo}/releases"/>\n'
+        f"  <title>Release notes from {repo.split('/')[1]}</title>\n"
+        "  <updated>2026-11-30T17:00:00Z</updated>\n"
+        f"{entries}</feed>\n"
+    )
+
+
+PCI_IDS = """#
+#\tList of PCI ID's
+#
+#\tVersion: 2026.11.28
+#\tDate:    2026-11-28 03:15:02
+#
+10de  NVIDIA Corporation
+\t2901  GB100 [B200]
+\t3180  GB110 [Reserved Dev ID A]
+\t3182  GB110 [B300 SXM6 AC]
+\t3185  GB110 [Stand-in Board]
+\t31c2  GB110 [GB300]
+\t1e2d  TU102 [GeForce RTX 2080 Ti Rev. A]
+1d0f  Amazon.com, Inc.
+\t7364  NeuronDevice (Trainium2)
+\tec20  Elastic Network Adapter (ENA)
+C 00  Unclassified device
+"""
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    root = tmp_path / "www"
+    (root / "neuron").mkdir(parents=True)
+    (root / "rocm").mkdir()
+    neuron = [
+        ("v2.34.0", "Neuron SDK Release - November 30, 2026", "2026-11-30"),
+        ("v2.33.0", "Neuron SDK Release - October 19, 2026", "2026-10-19"),
+        ("v2.31.1", "Neuron SDK Release - August 12, 2026", "2026-08-12"),
+    ]
+    rocm = [
+        ("therock-10.2.0rc1", "ROCm 10.2.0 release candidate 1", "2026-11-20"),  # not final: not news
+        ("therock-7.14.2", "ROCm 7.14.2", "2026-11-10"),  # a patch of the old line, newest by date
+        ("therock-10.1.0", "ROCm 10.1.0", "2026-10-05"),
+        ("therock-10.0.0", "ROCm 10.0.0", "2026-08-26"),
+    ]
+    (root / "neuron" / "releases.atom").write_text(atom("aws-neuron/aws-neuron-sdk", neuron), encoding="utf-8")
+    (root / "rocm" / "releases.atom").write_text(atom("ROCm/TheRock", rocm), encoding="utf-8")
+    (root / "pci.ids").write_text(PCI_IDS, encoding="utf-8")
+    return root
+
+
+def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(served: Path) -> None:
+    matrix = load_matrix(REPO / "matrix.toml")
+    with LoopbackServer(served) as server, requests.Session() as session:
+        urls = ReleaseSourceUrls(
+            neuron_manifest=f"{server.url}/missing/n2-manifest.json",
+            nvidia_tags=f"{server.url}/missing/tags",
+            neuron_feed=f"{server.url}/neuron/releases.atom",
+            rocm_feed=f"{server.url}/rocm/releases.atom",
+            pci_ids=f"{server.url}/pci.ids",
+        )
+        envs = ["neuron-2-33", "gpu-amd-rocm100", "gpu-nvidia-cu132"]
+        findings, problems = check_matrix(matrix, session, envs=envs, pypi_url=server.url, sources=urls)
+    news = {(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings}
+    assert ("runtime", "neuron-2-33", "Neuron SDK 2.x", "2.33", "2.34", urls.neuron_feed) in news
+    assert ("runtime", "rocm-10-0", "ROCm 10.x", "10.0", "10.1", urls.rocm_feed) in news
+    pci = [f for f in findings if f.kind == "sku"]
+    assert [(f.env, f.name, f.latest) for f in pci] == [
+        ("nvidia", "GB110 [Stand-in Board] (10de:3185)", "pci.ids 2026.11.28")
+    ]
+    assert "a GB110 like skus.b300" in pci[0].note
+    assert "(the matrix cites 2026.10.24)" in pci[0].note
+    assert not [p for p in problems if p.env in {"pci-ids", "amd", "neuron"} and "feed" in p.name + p.index]
+    report = render_github(findings, problems)
+    assert "Neuron SDK 2.x" in report
+    assert "ROCm 10.x" in report
+
+
+def test_a_feed_that_cannot_be_read_is_a_loud_problem(served: Path) -> None:
+    matrix = load_matrix(REPO / "matrix.toml")
+    (served / "rocm" / "releases.atom").write_text("<html><body>rate limited</body></html>", encoding="utf-8")
+    with LoopbackServer(served) as server, requests.Session() as session:
+        urls = ReleaseSourceUrls(
+            neuron_feed=f"{server.url}/neuron/nothing.atom",
+            rocm_feed=f"{server.url}/rocm/releases.atom",
+            pci_ids=f"{server.url}/pci.ids",
+            neuron_manifest=f"{server.url}/missing/n2-manifest.json",
+        )
+        _, problems = check_matrix(
+            matrix, session, envs=["neuron-2-33", "gpu-amd-rocm100"], pypi_url=server.url, sources=urls
+        )
+    by_name = {p.name: p.message for p in problems}
+    assert by_name["Neuron SDK release feed"] == f"GET {urls.neuron_feed} answered HTTP 404"
+    assert by_name["ROCm release feed"] == (f"GET {urls.rocm_feed} answered not an Atom feed (root element 'html')")
+    report = render_github([], problems)
+    assert "### Could not be checked" in report
