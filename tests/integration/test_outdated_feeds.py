@@ -6,6 +6,7 @@ refresh would report today."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,14 @@ def served(tmp_path: Path) -> Path:
     (root / "neuron" / "releases.atom").write_text(atom("aws-neuron/aws-neuron-sdk", neuron), encoding="utf-8")
     (root / "rocm" / "releases.atom").write_text(atom("ROCm/TheRock", rocm), encoding="utf-8")
     (root / "pci.ids").write_text(PCI_IDS, encoding="utf-8")
+    # NVIDIA's releases.json, its shape; the release numbers of this stand-in are made up
+    branches = {
+        "580": {"type": "lts branch", "driver_info": [{"release_version": "580.95.05"}]},
+        "595": {"type": "production branch", "driver_info": [{"release_version": "595.71.05"}]},
+        "620": {"type": "lts branch", "driver_info": [{"release_version": "620.1.1"}, {"release_version": "620.2.1"}]},
+        "625": {"type": "new feature branch", "driver_info": [{"release_version": "625.1.1"}]},
+    }
+    (root / "releases.json").write_text(json.dumps(branches), encoding="utf-8")
     return root
 
 
@@ -93,12 +102,18 @@ def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(serve
             neuron_feed=f"{server.url}/neuron/releases.atom",
             rocm_feed=f"{server.url}/rocm/releases.atom",
             pci_ids=f"{server.url}/pci.ids",
+            nvidia_releases=f"{server.url}/releases.json",
         )
         envs = ["neuron-2-33", "gpu-amd-rocm100", "gpu-nvidia-cu132"]
         findings, problems = check_matrix(matrix, session, envs=envs, pypi_url=server.url, sources=urls)
     news = {(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings}
     assert ("runtime", "neuron-2-33", "Neuron SDK 2.x", "2.33", "2.34", urls.neuron_feed) in news
     assert ("runtime", "rocm-10-0", "ROCm 10.x", "10.0", "10.1", urls.rocm_feed) in news
+    branch = [f for f in findings if f.name == "driver branch"]
+    assert [(f.env, f.current, f.latest, f.key, f.held) for f in branch] == [
+        ("cuda-13-2", "R595", "R620", "runtimes.cuda-13-2.driver", "")
+    ]
+    assert "NVIDIA's releases.json lists R620 (lts branch, newest release 620.2.1)" in branch[0].note
     pci = [f for f in findings if f.kind == "sku"]
     assert [(f.env, f.name, f.latest) for f in pci] == [
         ("nvidia", "GB110 [Stand-in Board] (10de:3185)", "pci.ids 2026.11.28")

@@ -305,6 +305,7 @@ CU128 = "https://download.pytorch.org/whl/cu128"
 PYPI = "https://pypi.org/simple"
 JSON_TYPE = {"Content-Type": "application/vnd.pypi.simple.v1+json"}
 PCI_IDS_URL = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
+RELEASES_URL = "https://docs.nvidia.com/datacenter/tesla/drivers/releases.json"
 RATE_LIMITED = "GET https://pypi.org/pypi/ray/json was rate limited (HTTP 429); the index asks to retry after 30 s"
 
 
@@ -364,6 +365,12 @@ def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(ma
             message="GET https://pypi.org/pypi/pytest/json failed: connection refused",
         ),
         Problem(env="pci-ids", name="pci.ids", index=PCI_IDS_URL, message=f"GET {PCI_IDS_URL} answered HTTP 404"),
+        Problem(
+            env="nvidia",
+            name="NVIDIA driver branches",
+            index=RELEASES_URL,
+            message=f"GET {RELEASES_URL} answered HTTP 404",
+        ),
     ]
     urls = [url for url, _ in session.calls]
     assert len(urls) == len(set(urls)), "each (index, project) is asked once"
@@ -603,6 +610,7 @@ def test_problems_are_grouped_and_reach_every_format(matrix: Matrix) -> None:
             "https://pypi.org/pypi/ray/json": _pypi_page("ray", ["2.60.0"]),
             "https://pypi.org/pypi/pytest/json": _pypi_page("pytest", ["9.2.0"]),
             PCI_IDS_URL: FakeResponse(200, "#\tVersion: 2026.10.24\n10de  NVIDIA Corporation\n"),
+            RELEASES_URL: FakeResponse(200, json.dumps({"535": {"type": "lts branch", "driver_info": []}})),
         }
     )
     findings, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])

@@ -97,3 +97,24 @@ def test_new_devices_are_chip_mates_no_sku_lists_and_no_note_names() -> None:
     # 290a is named in the B200's notes, 31c3, 3183 and 3184 in the GB300's: reviewed and left out; 3180 is
     # reserved; the RTX 4090's AD102 is no chip of a SKU; the ENA is no NeuronDevice
     assert found == [("neuron", "1d0f:7664", "NeuronDevice (Stand-in)", "trn2")]
+
+
+def test_nvidia_releases_json_is_read_by_branch_and_its_newest_release() -> None:
+    from accelenv.upstream.nvidia_branches import Branch, UnreadableReleases, parse_releases
+
+    data = {
+        "595": {
+            "type": "Production Branch",
+            "driver_info": [{"release_version": "595.71.05"}, {"release_version": "595.9"}],
+        },
+        "580": {"type": "lts branch", "driver_info": [{"release_version": "not a version"}]},
+        "notes": {"type": "lts branch"},  # not a branch number
+    }
+    assert parse_releases(data) == [
+        Branch(number=580, designation="lts branch", newest=None),
+        Branch(number=595, designation="production branch", newest="595.71.05"),
+    ]
+    bad: list[object] = [[], {"580": "lts"}]
+    for answer in bad:
+        with pytest.raises(UnreadableReleases):
+            parse_releases(answer)

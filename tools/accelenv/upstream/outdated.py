@@ -41,11 +41,14 @@ RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
     {
         "nvidia": "CUDA release lines from NVIDIA's runtime wheels on PyPI (nvidia-cuda-runtime-cu12, "
         "nvidia-cuda-runtime); new device ids from the supported-GPU table of the newest release of NVIDIA's open "
-        "kernel modules (GitHub). Driver floors, cuDNN and NCCL come from HTML release notes, not read.",
-        "amd": "ROCm release lines from JAX's ROCm plugins on PyPI (jax-rocm<major>-plugin names the ROCm it is "
-        "built against). AMD's driver lists per release are HTML and YAML docs, not read.",
+        "kernel modules (GitHub) and from pci.ids releases; driver branches from NVIDIA's releases.json. Driver "
+        "floors, cuDNN and NCCL come from HTML release notes, not read.",
+        "amd": "ROCm release lines from TheRock's GitHub release feed and from JAX's ROCm plugins on PyPI "
+        "(jax-rocm<major>-plugin names the ROCm it is built against). AMD's driver lists per release are HTML and "
+        "YAML docs, not read.",
         "tpu": "libtpu and jax releases on PyPI.",
-        "neuron": "Neuron SDK releases from AWS's release manifest n2-manifest.json (GitHub, aws-neuron-sdk).",
+        "neuron": "Neuron SDK releases from AWS's release manifest n2-manifest.json and aws-neuron-sdk's GitHub "
+        "release feed.",
     }
 )
 """Where each family's releases are read from (`check_matrix`)."""
@@ -138,6 +141,8 @@ class Finding:
             return "envs (a new entry for its runtime line)"
         if self.name == "libtpu":
             return f"runtimes.{self.env}.version"
+        if self.name == "driver branch":  # a newer NVIDIA driver branch (nvidia_branches.py)
+            return f"runtimes.{self.env}.driver"
         if self.name.endswith(".x"):  # a new release line: CUDA 13.x, ROCm 10.x, Neuron SDK 2.x
             return "runtimes (a new entry beside runtimes." + self.env + ")"
         return f"runtimes.{self.env}.components.{self.name}"
@@ -232,6 +237,8 @@ def check_matrix(
 
 def _with_hold(matrix: Matrix, finding: Finding) -> Finding:
     """The finding, marked held when the matrix says why its runtime stays (runtimes.<id>.hold)."""
+    if finding.kind == "runtime" and finding.name == "driver branch":
+        return finding  # a runtime's hold is about its own line, not about the drivers it runs on
     if finding.kind == "runtime":
         runtime = matrix.runtimes.get(finding.env)
         if runtime is not None and runtime.hold is not None:
@@ -437,17 +444,24 @@ class ReleaseSourceUrls:
     rocm_feed: str = "https://github.com/ROCm/TheRock/releases.atom"
     neuron_feed: str = "https://github.com/aws-neuron/aws-neuron-sdk/releases.atom"
     pci_ids: str = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
+    nvidia_releases: str = "https://docs.nvidia.com/datacenter/tesla/drivers/releases.json"
 
 
 def _feeds_and_pci_ids(
     matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
 ) -> list[Finding | Problem]:
-    """The sources with modules of their own: vendors' release feeds (feeds.py) and pci.ids (pciids.py)."""
+    """The sources with modules of their own: vendors' release feeds (feeds.py), pci.ids (pciids.py) and
+    NVIDIA's driver branches (nvidia_branches.py)."""
     from accelenv.upstream.feeds import FeedUrls, feed_releases
+    from accelenv.upstream.nvidia_branches import driver_branch_news
     from accelenv.upstream.pciids import pci_id_news
 
     feeds = feed_releases(matrix, chosen, client, FeedUrls(rocm=urls.rocm_feed, neuron=urls.neuron_feed))
-    return [*feeds, *pci_id_news(matrix, chosen, client, urls.pci_ids)]
+    return [
+        *feeds,
+        *pci_id_news(matrix, chosen, client, urls.pci_ids),
+        *driver_branch_news(matrix, chosen, client, urls.nvidia_releases),
+    ]
 
 
 def _uses(matrix: Matrix, chosen: list[Environment], family: str) -> bool:
