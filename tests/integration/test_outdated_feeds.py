@@ -6,8 +6,12 @@ refresh would report today."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
@@ -15,6 +19,9 @@ from hostkit import LoopbackServer
 
 from accelenv.matrix import load_matrix
 from accelenv.upstream.outdated import ReleaseSourceUrls, check_matrix, render_github
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +70,77 @@ C 00  Unclassified device
 """
 
 
+# the tags a stand-in registry lists, two pages each, behind Docker Hub's token flow
+REGISTRY_TAGS = {
+    "nvidia/cuda": [
+        "13.2.1-base-ubuntu24.04",
+        "13.2.2-base-ubuntu24.04",
+        "13.2.2-base-ubuntu22.04",  # another OS: not the base's
+        "13.2.2-runtime-ubuntu24.04",  # another flavour
+        "13.4.2-base-ubuntu24.04",
+        "13.5.0-base-ubuntu24.04",
+        "latest",
+    ],
+    "rocm/pytorch": [
+        "rocm10.0_ubuntu24.04_py3.12_pytorch_release_2.13.0",
+        "rocm10.1.0_ubuntu24.04_py3.12_pytorch_release_2.14.0",
+        "rocm10.1.0_ubuntu22.04_py3.10_pytorch_release_2.14.0",
+        "rocm7.14.1_ubuntu24.04_py3.12_pytorch_release_2.12.0",
+    ],
+}
+
+
+class _Registry(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        if url.path == "/token":
+            scope = parse_qs(url.query).get("scope", [""])[0]
+            self._json(200, {"token": f"pull:{scope}"})
+            return
+        repo = url.path.removeprefix("/v2/").removesuffix("/tags/list")
+        if repo not in REGISTRY_TAGS:
+            self._json(404, {"errors": [{"code": "NAME_UNKNOWN"}]})
+            return
+        if self.headers.get("Authorization") != f"Bearer pull:repository:{repo}:pull":
+            realm = f"http://{self.headers['Host']}/token"
+            self._json(401, {}, {"WWW-Authenticate": f'Bearer realm="{realm}",service="stand-in"'})
+            return
+        tags = REGISTRY_TAGS[repo]
+        half = len(tags) // 2
+        if "last=" in url.query:
+            self._json(200, {"name": repo, "tags": tags[half:]})
+        else:
+            self._json(
+                200, {"name": repo, "tags": tags[:half]}, {"Link": f'</v2/{repo}/tags/list?n=1000&last=x>; rel="next"'}
+            )
+
+    def _json(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def registry() -> Iterator[str]:
+    """A stand-in OCI registry on loopback: its host:port."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Path:
     root = tmp_path / "www"
@@ -93,7 +171,7 @@ def served(tmp_path: Path) -> Path:
     return root
 
 
-def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(served: Path) -> None:
+def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(served: Path, registry: str) -> None:
     matrix = load_matrix(REPO / "matrix.toml")
     with LoopbackServer(served) as server, requests.Session() as session:
         urls = ReleaseSourceUrls(
@@ -103,6 +181,7 @@ def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(serve
             rocm_feed=f"{server.url}/rocm/releases.atom",
             pci_ids=f"{server.url}/pci.ids",
             nvidia_releases=f"{server.url}/releases.json",
+            registry=registry,
         )
         envs = ["neuron-2-33", "gpu-amd-rocm100", "gpu-nvidia-cu132"]
         findings, problems = check_matrix(matrix, session, envs=envs, pypi_url=server.url, sources=urls)
@@ -114,6 +193,30 @@ def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(serve
         ("cuda-13-2", "R595", "R620", "runtimes.cuda-13-2.driver", "")
     ]
     assert "NVIDIA's releases.json lists R620 (lts branch, newest release 620.2.1)" in branch[0].note
+    images = sorted((f.env, f.name, f.current, f.latest, bool(f.held)) for f in findings if f.name.startswith("base"))
+    assert images == [
+        (
+            "cuda-13-2",
+            "base image ubuntu24.04 (later line)",
+            "13.2.1-base-ubuntu24.04",
+            "13.5.0-base-ubuntu24.04",
+            True,
+        ),
+        (
+            "cuda-13-2",
+            "base image ubuntu24.04 (same line)",
+            "13.2.1-base-ubuntu24.04",
+            "13.2.2-base-ubuntu24.04",
+            False,
+        ),
+        (
+            "rocm-10-0",  # AMD's image for ROCm 10.1: what the hold on 10.0 waits for
+            "base image ubuntu24.04 (later line)",
+            "rocm10.0_ubuntu24.04_py3.12_pytorch_release_2.13.0",
+            "rocm10.1.0_ubuntu24.04_py3.12_pytorch_release_2.14.0",
+            True,
+        ),
+    ]
     pci = [f for f in findings if f.kind == "sku"]
     assert [(f.env, f.name, f.latest) for f in pci] == [
         ("nvidia", "GB110 [Stand-in Board] (10de:3185)", "pci.ids 2026.11.28")
@@ -126,7 +229,7 @@ def test_outdated_reports_neuron_rocm_and_a_new_pci_id_from_stand_in_feeds(serve
     assert "ROCm 10.x" in report
 
 
-def test_a_feed_that_cannot_be_read_is_a_loud_problem(served: Path) -> None:
+def test_a_feed_that_cannot_be_read_is_a_loud_problem(served: Path, registry: str) -> None:
     matrix = load_matrix(REPO / "matrix.toml")
     (served / "rocm" / "releases.atom").write_text("<html><body>rate limited</body></html>", encoding="utf-8")
     with LoopbackServer(served) as server, requests.Session() as session:
@@ -135,6 +238,7 @@ def test_a_feed_that_cannot_be_read_is_a_loud_problem(served: Path) -> None:
             rocm_feed=f"{server.url}/rocm/releases.atom",
             pci_ids=f"{server.url}/pci.ids",
             neuron_manifest=f"{server.url}/missing/n2-manifest.json",
+            registry=f"{registry}/missing",
         )
         _, problems = check_matrix(
             matrix, session, envs=["neuron-2-33", "gpu-amd-rocm100"], pypi_url=server.url, sources=urls
@@ -142,5 +246,8 @@ def test_a_feed_that_cannot_be_read_is_a_loud_problem(served: Path) -> None:
     by_name = {p.name: p.message for p in problems}
     assert by_name["Neuron SDK release feed"] == f"GET {urls.neuron_feed} answered HTTP 404"
     assert by_name["ROCm release feed"] == (f"GET {urls.rocm_feed} answered not an Atom feed (root element 'html')")
+    assert by_name["rocm/pytorch tags"] == (
+        f"GET http://{registry}/v2/missing/rocm/pytorch/tags/list?n=1000 answered HTTP 404"
+    )
     report = render_github([], problems)
     assert "### Could not be checked" in report

@@ -118,3 +118,37 @@ def test_nvidia_releases_json_is_read_by_branch_and_its_newest_release() -> None
     for answer in bad:
         with pytest.raises(UnreadableReleases):
             parse_releases(answer)
+
+
+@pytest.mark.parametrize(
+    ("current", "tags", "expected"),
+    [
+        (
+            "13.2.1-base-ubuntu24.04",
+            [
+                "13.2.2-base-ubuntu24.04",
+                "13.2.2-base-ubuntu22.04",
+                "13.2.10-runtime-ubuntu24.04",
+                "13.4.2-base-ubuntu24.04",
+            ],
+            ("13.2.2-base-ubuntu24.04", "13.4.2-base-ubuntu24.04"),
+        ),
+        ("13.2.1-base-ubuntu24.04", ["13.2.1-base-ubuntu24.04", "13.2.0-base-ubuntu24.04", "latest"], (None, None)),
+        (
+            "rocm10.0_ubuntu24.04_py3.12_pytorch_release_2.13.0",
+            [
+                "rocm10.1.0_ubuntu24.04_py3.12_pytorch_release_2.14.0",
+                "rocm10.1.0_ubuntu24.04_py3.13_pytorch_release_2.14.0",
+            ],
+            (None, "rocm10.1.0_ubuntu24.04_py3.12_pytorch_release_2.14.0"),
+        ),
+        ("13.2.1-base-ubuntu24.04", ["13.3.0rc1-base-ubuntu24.04"], (None, None)),  # a pre-release is not news
+        ("latest", ["13.2.2-base-ubuntu24.04"], (None, None)),
+    ],
+)
+def test_a_newer_tag_has_the_same_shape_os_and_python(
+    current: str, tags: list[str], expected: tuple[str | None, str | None]
+) -> None:
+    from accelenv.upstream.registry_tags import newer_tags
+
+    assert newer_tags(current, tags) == expected

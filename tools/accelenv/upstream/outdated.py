@@ -143,6 +143,8 @@ class Finding:
             return f"runtimes.{self.env}.version"
         if self.name == "driver branch":  # a newer NVIDIA driver branch (nvidia_branches.py)
             return f"runtimes.{self.env}.driver"
+        if self.name.startswith("base image "):  # a newer tag of a base image (registry_tags.py)
+            return f"runtimes.{self.env}.base_images"
         if self.name.endswith(".x"):  # a new release line: CUDA 13.x, ROCm 10.x, Neuron SDK 2.x
             return "runtimes (a new entry beside runtimes." + self.env + ")"
         return f"runtimes.{self.env}.components.{self.name}"
@@ -222,7 +224,7 @@ def check_matrix(
         *_nvidia_devices(matrix, chosen, client, urls),
         *_rocm_releases(matrix, chosen, client, settings),
         *_neuron_releases(matrix, chosen, client, urls),
-        *_feeds_and_pci_ids(matrix, chosen, client, urls),
+        *_more_sources(matrix, chosen, client, urls),
     ]:
         if isinstance(result, Finding):
             if not any(
@@ -235,10 +237,18 @@ def check_matrix(
     return [_with_hold(matrix, f) for f in findings], problems
 
 
+def _more_sources(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
+) -> list[Finding | Problem]:
+    from accelenv.upstream.sources import release_sources  # the sources with modules of their own
+
+    return release_sources(matrix, chosen, client, urls)
+
+
 def _with_hold(matrix: Matrix, finding: Finding) -> Finding:
     """The finding, marked held when the matrix says why its runtime stays (runtimes.<id>.hold)."""
-    if finding.kind == "runtime" and finding.name == "driver branch":
-        return finding  # a runtime's hold is about its own line, not about the drivers it runs on
+    if finding.kind == "runtime" and (finding.name == "driver branch" or finding.name.endswith("(same line)")):
+        return finding  # a runtime's hold is about later lines, not its drivers or a newer tag of its own line
     if finding.kind == "runtime":
         runtime = matrix.runtimes.get(finding.env)
         if runtime is not None and runtime.hold is not None:
@@ -445,23 +455,7 @@ class ReleaseSourceUrls:
     neuron_feed: str = "https://github.com/aws-neuron/aws-neuron-sdk/releases.atom"
     pci_ids: str = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
     nvidia_releases: str = "https://docs.nvidia.com/datacenter/tesla/drivers/releases.json"
-
-
-def _feeds_and_pci_ids(
-    matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
-) -> list[Finding | Problem]:
-    """The sources with modules of their own: vendors' release feeds (feeds.py), pci.ids (pciids.py) and
-    NVIDIA's driver branches (nvidia_branches.py)."""
-    from accelenv.upstream.feeds import FeedUrls, feed_releases
-    from accelenv.upstream.nvidia_branches import driver_branch_news
-    from accelenv.upstream.pciids import pci_id_news
-
-    feeds = feed_releases(matrix, chosen, client, FeedUrls(rocm=urls.rocm_feed, neuron=urls.neuron_feed))
-    return [
-        *feeds,
-        *pci_id_news(matrix, chosen, client, urls.pci_ids),
-        *driver_branch_news(matrix, chosen, client, urls.nvidia_releases),
-    ]
+    registry: str | None = None  # replaces every base image's registry (tests: a loopback registry)
 
 
 def _uses(matrix: Matrix, chosen: list[Environment], family: str) -> bool:
