@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Environment, Matrix
     from accelenv.upstream.indexes import Response, Session
 
-MAX_PAGES = 40  # Docker Hub's nvidia/cuda has a few thousand tags: some pages of 1000
+MAX_PAGES = 200  # pages of 1000: nvidia/cuda and rocm/pytorch have thousands of tags
 MAX_PAGE = 4 * 1024 * 1024
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)*")
 _PINNED_WORDS = ("ubuntu", "py", "debian", "rhel", "ubi", "rockylinux")  # numbers that must stay: OS and Python
