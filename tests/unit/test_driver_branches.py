@@ -12,7 +12,8 @@ import pytest
 from packaging.version import Version
 
 from accelenv.matrix import Matrix, Sku, load_matrix
-from accelenv.matrix.driver_branches import FLOOR_EXCEPTIONS, OPENING_RELEASES, below_floor, branch_floors
+from accelenv.matrix.driver_branches import FLOOR_EXCEPTIONS, below_floor, branch_floors, floor_problems
+from accelenv.matrix.model import LiteralVersion
 
 REPO = Path(__file__).resolve().parents[2]
 RESEARCH = Path(os.environ.get("ACCELENV_RESEARCH_DATA", REPO.parent / "shared" / "research" / "data"))
@@ -37,7 +38,7 @@ def _table() -> dict[str, Row]:
         if line.startswith(("#", "device_id")) or not line.strip():
             continue
         device, _names, first, floor, _listed = line.split("\t")
-        rows[device.lower()] = Row(Version(first), None if floor.startswith("not in") else Version(floor))
+        rows[device.lower()] = Row(LiteralVersion(first), None if floor.startswith("not in") else LiteralVersion(floor))
     return rows
 
 
@@ -60,27 +61,11 @@ def test_every_nvidia_sku_follows_the_branch_rule(sku_id: str) -> None:
     assert len(rows) == 1, "a SKU with a floor is matched by one README-listed PCI id"
     row = rows[0]
     assert row.floor is not None, "the newest release lists the device"
+    assert floor_problems(sku, row.first_listed, row.floor) == []
     floors = branch_floors(sku)
-    assert sku.driver_min >= row.first_listed, "no floor below the first release that lists the device"
     if exception is None:
-        assert floors == {row.floor.major: row.floor}, "without an exception the floor is the README's plain floor"
         return
     assert exception.reason, "an exception carries its reason"
-    newest = floors[max(floors)]
-    match exception.kind:
-        case "vendor-minimum":
-            assert floors == {sku.driver_min.major: sku.driver_min}
-            assert sku.driver_min > row.floor
-        case "opening-release":
-            assert newest == row.floor, "the opening branch's floor is the plain floor"
-            opening = [v for v in OPENING_RELEASES if v.major == row.floor.major]
-            assert len(opening) == 1, "the branch's opening release is the one that omits it"
-            assert opening[0] < row.floor, "and a later release of that branch lists it"
-            assert sku.driver_min.major < row.floor.major, "the SKU keeps its floor in an earlier branch"
-        case "side-releases" | "older-branch":
-            assert newest == row.floor, "the newest branch's floor is the plain floor"
-            assert sku.driver_min < row.floor
-            assert sku.driver_min.major < row.floor.major
     for version in (str(v) for v in floors.values()):
         assert version in sku.notes or version in exception.reason, f"{version} is explained"
 
@@ -165,3 +150,54 @@ def test_a_host_driver_is_judged_by_its_own_branch(sku_id: str, driver: str, mes
 def test_a_sku_without_a_floor_is_never_below_it() -> None:
     assert below_floor(sku(None), Version("450.80.02")) is None
     assert branch_floors(sku(None)) == {}
+
+
+@pytest.mark.parametrize(
+    ("sku_id", "driver_min", "first", "plain", "problem"),
+    [
+        # the RTX PRO 6000 Server Edition's floor without its exception: the 580.94.x hole would pass silently
+        (
+            "l40s",
+            "575.57.08",
+            "535.43.09",
+            "580.95.05",
+            ("driver_min 575.57.08 is not the plain floor 580.95.05, and no exception says why"),
+        ),
+        (
+            "l40s",
+            "535.43.09",
+            "535.54.03",
+            "535.104.05",
+            ("driver_min 535.43.09 is below 535.54.03, the first release that lists it"),
+        ),
+        (
+            "b200",
+            "570.86.15",
+            "570.86.15",
+            "570.86.15",
+            ("a vendor minimum must be one floor above the plain floor 570.86.15"),
+        ),
+        (
+            "h200",
+            "550.90.07",
+            "550.40.65",
+            "560.35.03",
+            (
+                "the opening-release exception keeps a floor in an earlier "
+                "branch and gives R560 the plain floor 560.35.03, above that branch's opening release"
+            ),
+        ),
+        (
+            "h20",
+            "550.40.07",
+            "535.43.25",
+            "550.40.53",
+            ("the older-branch exception keeps a floor in an earlier branch and gives R550 the plain floor 550.40.53"),
+        ),
+    ],
+)
+def test_the_rule_refuses_floors_that_break_it(
+    sku_id: str, driver_min: str, first: str, plain: str, problem: str
+) -> None:
+    bent = dataclasses.replace(MATRIX.skus[sku_id], driver_min=LiteralVersion(driver_min))
+    assert problem in floor_problems(bent, LiteralVersion(first), LiteralVersion(plain))

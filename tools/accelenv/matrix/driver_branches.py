@@ -133,3 +133,40 @@ def below_floor(sku: Sku, driver: Version) -> str | None:
 
 def _listing(floors: Mapping[int, Version]) -> str:
     return "floors by branch: " + ", ".join(f"R{b} {v}" for b, v in floors.items())
+
+
+def floor_problems(sku: Sku, first_listed: Version, plain_floor: Version) -> list[str]:
+    """Where a SKU's floors break the rule, given the README history of its PCI id: the first release that lists
+    it and the plain floor (every later release lists it). Empty when the floors follow the rule."""
+    floors = branch_floors(sku)
+    if not floors or sku.driver_min is None:
+        return ["no floor to judge (driver_min is not set)"]
+    problems = []
+    if sku.driver_min < first_listed:
+        problems.append(f"driver_min {sku.driver_min} is below {first_listed}, the first release that lists it")
+    exception = FLOOR_EXCEPTIONS.get(sku.id)
+    if exception is None:
+        if floors != {plain_floor.major: plain_floor}:
+            problems.append(
+                f"driver_min {sku.driver_min} is not the plain floor {plain_floor}, and no exception says why"
+            )
+        return problems
+    newest = floors[max(floors)]
+    match exception.kind:
+        case "vendor-minimum":
+            if len(floors) != 1 or sku.driver_min <= plain_floor:
+                problems.append(f"a vendor minimum must be one floor above the plain floor {plain_floor}")
+        case "opening-release":
+            opening = [v for v in OPENING_RELEASES if v.major == plain_floor.major and v < plain_floor]
+            if newest != plain_floor or not opening or sku.driver_min.major >= plain_floor.major:
+                problems.append(
+                    f"the opening-release exception keeps a floor in an earlier branch and gives R{plain_floor.major} "
+                    f"the plain floor {plain_floor}, above that branch's opening release"
+                )
+        case "side-releases" | "older-branch":
+            if newest != plain_floor or sku.driver_min.major >= plain_floor.major:
+                problems.append(
+                    f"the {exception.kind} exception keeps a floor in an earlier branch and gives R{plain_floor.major} "
+                    f"the plain floor {plain_floor}"
+                )
+    return problems
