@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from pathlib import Path
 
@@ -27,11 +28,12 @@ class Row:
     floor: Version | None  # None: the newest release does not list it
 
 
+@functools.cache
 def _table() -> dict[str, Row]:
     if not TABLE.is_file():
         message = f"{TABLE} is missing (set ACCELENV_RESEARCH_DATA to the folder that holds it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
+        if os.environ.get("ACCELENV_RESEARCH_DATA"):
+            pytest.fail(message)  # asked for and not there: a failure, not a skip
         pytest.skip(message)
     rows = {}
     for line in TABLE.read_text(encoding="utf-8").splitlines():
