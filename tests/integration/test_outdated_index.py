@@ -19,7 +19,7 @@ from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import Matrix, Requirements, load_matrix
 from accelenv.upstream.indexes import PYPI_SIMPLE
-from accelenv.upstream.outdated import check_matrix, render_github
+from accelenv.upstream.outdated import ReleaseSourceUrls, check_matrix, render_github
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +37,8 @@ def served(tmp_path: Path) -> Path:
     for version in ("2.9.1+cu128", "2.10.0+cu128", "2.10.0+cpu", "2.11.0"):
         build_wheel(simple / "demo-torch", "demo-torch", version)
     write_simple_index(simple)
+    # the pci.ids release the matrix cites: nothing new in it (TPU's vendor id is read there)
+    (root / "pci.ids").write_text("#\tVersion: 2026.10.24\n1ae0  Google, Inc.\n", encoding="utf-8")
     return root
 
 
@@ -54,7 +56,10 @@ def test_real_pypi_answers_and_a_simple_index_on_loopback(served: Path) -> None:
         matrix = with_env_pins(
             matrix, "cpu-py311", ["demo-torch==2.9.1+cu128", "ray==2.58.0", "jax==0.8.3", "pytest==9.2.0"], (simple,)
         )
-        findings, problems = check_matrix(matrix, session, envs=["cpu-py311", "tpu-jax-0-8"], pypi_url=server.url)
+        sources = ReleaseSourceUrls(pci_ids=f"{server.url}/pci.ids")
+        findings, problems = check_matrix(
+            matrix, session, envs=["cpu-py311", "tpu-jax-0-8"], pypi_url=server.url, sources=sources
+        )
     assert [(f.kind, f.env, f.name, f.current, f.latest, f.index) for f in findings] == [
         ("package", "cpu-py311", "demo-torch", "2.9.1+cu128", "2.10.0+cu128", simple),
         ("package", "cpu-py311", "ray", "2.58.0", "2.60.0", PYPI_SIMPLE),

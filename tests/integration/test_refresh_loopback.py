@@ -96,6 +96,11 @@ def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.M
     assert "--hash=sha256:" in lock
     assert (path.parent / "images" / "demo-live" / "Dockerfile").is_file()
     assert main(["--matrix", str(path), "render", "--check"]) == 0
+    # what the scheduled workflow runs: a source that could not be checked fails the job
+    strict = io.StringIO()
+    code = main(["--matrix", str(path), "refresh", "--env", "demo-dead", "--dry-run", "--strict"], out=strict)
+    assert code == 1, strict.getvalue()
+    assert "### Could not be checked" in strict.getvalue()
 
 
 def test_refresh_keeps_an_edit_made_while_it_asked_the_index(

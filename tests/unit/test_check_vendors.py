@@ -203,6 +203,43 @@ def test_neuron_trn1(tmp_path: Path, matrix: Matrix) -> None:
     assert f["devices.visible"].status is Status.PASS
 
 
+SHIPPED = load_matrix(REPO / "matrix.toml")
+
+
+@pytest.mark.parametrize(
+    ("driver", "status", "message"),
+    [
+        ("2.29.0.0", Status.PASS, "driver 2.29.0.0 satisfies Neuron SDK 2.31.1"),
+        ("2.29.4.0", Status.PASS, "driver 2.29.4.0 satisfies Neuron SDK 2.31.1"),
+        (
+            "2.31.7.0",  # Neuron 2.33's driver: AWS says a newer driver can require a newer runtime
+            Status.WARN,
+            (
+                "driver 2.31.7.0 is a newer release than 2.29.0.0, the one Neuron SDK 2.31.1 ships: AWS Trainium and "
+                "Inferentia drivers can require a newer runtime, so this pairing is not known to work"
+            ),
+        ),
+        ("2.26.5.0", Status.FAIL, "driver 2.26.5.0 is below 2.27, the oldest that Neuron SDK 2.31.1 runs on"),
+    ],
+)
+def test_neuron_driver_direction_follows_the_family(tmp_path: Path, driver: str, status: Status, message: str) -> None:
+    assert SHIPPED.families["neuron"].newer_drivers == "may-need-newer-runtime"
+    report = host(
+        tmp_path,
+        SHIPPED,
+        "neuron",
+        outputs={"neuron-ls": capture("neuron-ls--json-output__unnamed-repo-rust-test__trn1.2xlarge.json")},
+        pci=[Pci("0000:00:1e.0", "0x1d0f", "0x7164", klass="0x088000", driver="neuron")],
+        modules={"neuron": driver},
+    )
+    finding = by_id(check(SHIPPED, SHIPPED.envs["neuron-2-31"], report))["driver.version"]
+    assert (finding.status, finding.message) == (status, message)
+
+
+def test_a_newer_cuda_driver_runs_an_older_runtime() -> None:
+    assert SHIPPED.families["nvidia"].newer_drivers == "run-older-runtimes"
+
+
 def test_neuron_nic_of_the_same_vendor_is_not_an_accelerator(tmp_path: Path, matrix: Matrix) -> None:
     report = host(
         tmp_path,

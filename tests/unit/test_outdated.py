@@ -304,6 +304,9 @@ class FakeSession:
 CU128 = "https://download.pytorch.org/whl/cu128"
 PYPI = "https://pypi.org/simple"
 JSON_TYPE = {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+PCI_IDS_URL = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
+RELEASES_URL = "https://docs.nvidia.com/datacenter/tesla/drivers/releases.json"
+CUDA_TAGS = "https://registry-1.docker.io/v2/nvidia/cuda/tags/list?n=1000"
 RATE_LIMITED = "GET https://pypi.org/pypi/ray/json was rate limited (HTTP 429); the index asks to retry after 30 s"
 
 
@@ -361,6 +364,16 @@ def test_check_matrix_reports_newer_pins_and_turns_index_errors_into_problems(ma
             name="pytest",
             index=PYPI,
             message="GET https://pypi.org/pypi/pytest/json failed: connection refused",
+        ),
+        Problem(env="pci-ids", name="pci.ids", index=PCI_IDS_URL, message=f"GET {PCI_IDS_URL} answered HTTP 404"),
+        Problem(
+            env="nvidia",
+            name="NVIDIA driver branches",
+            index=RELEASES_URL,
+            message=f"GET {RELEASES_URL} answered HTTP 404",
+        ),
+        Problem(
+            env="cuda-12-8", name="nvidia/cuda tags", index="nvidia/cuda", message=f"GET {CUDA_TAGS} answered HTTP 404"
         ),
     ]
     urls = [url for url, _ in session.calls]
@@ -600,6 +613,11 @@ def test_problems_are_grouped_and_reach_every_format(matrix: Matrix) -> None:
             "https://pypi.org/pypi/torch/json": _pypi_page("torch", ["2.9.1"]),
             "https://pypi.org/pypi/ray/json": _pypi_page("ray", ["2.60.0"]),
             "https://pypi.org/pypi/pytest/json": _pypi_page("pytest", ["9.2.0"]),
+            PCI_IDS_URL: FakeResponse(200, "#\tVersion: 2026.10.24\n10de  NVIDIA Corporation\n"),
+            RELEASES_URL: FakeResponse(200, json.dumps({"535": {"type": "lts branch", "driver_info": []}})),
+            CUDA_TAGS: FakeResponse(
+                200, json.dumps({"name": "nvidia/cuda", "tags": ["12.8.1-cudnn-runtime-ubuntu22.04"]})
+            ),
         }
     )
     findings, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])

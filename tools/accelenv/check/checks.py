@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.report import PASSTHROUGH_DRIVERS
+from accelenv.matrix.driver_branches import below_floor
 from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, canonical_name, release_line
 
 if TYPE_CHECKING:
@@ -584,9 +585,14 @@ def _driver_version(
         else:
             floor = rule.compat_min or rule.min
             fail.append(f"driver {found} is below {floor}, the oldest that {runtime.name} runs on")
-    for sku, floor in sku_floors.values():
-        if found < floor:
-            fail.append(f"{sku.name} needs driver {floor} or newer")
+    for sku, _floor in sku_floors.values():
+        if (reason := below_floor(sku, found)) is not None:  # floors by driver branch (driver_branches.py)
+            fail.append(reason)
+    if family.newer_drivers == "may-need-newer-runtime" and rule.min is not None and _newer_line(found, rule.min):
+        warn.append(
+            f"driver {found} is a newer release than {rule.min}, the one {runtime.name} ships: {family.name} "
+            "drivers can require a newer runtime, so this pairing is not known to work"
+        )
     if rule.accepted and not any(_has_prefix(acc.driver_version or "", p) for p in rule.accepted):
         warn.append(f"driver {acc.driver_version} is not one known to work with {runtime.name}")
     documented = sorted(
@@ -621,6 +627,11 @@ def _driver_version(
         message="; ".join(fail + warn) or f"{named} satisfies {runtime.name}",
         fix=fix,
     )
+
+
+def _newer_line(found: Version, shipped: Version) -> bool:
+    """A driver of a later release line (major.minor) than the one a runtime ships: 2.31.7 against 2.29.0."""
+    return found.release[:2] > shipped.release[:2]
 
 
 def _has_prefix(version: str, prefix: str) -> bool:

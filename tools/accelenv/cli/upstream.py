@@ -98,6 +98,11 @@ def refresh_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=float, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a source could not be checked (after writing what could be), so a scheduled job fails",
+    )
 
 
 def refresh(args: argparse.Namespace, out: TextIO) -> int:
@@ -136,7 +141,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
         if plan.changes:
             out.write("\n" + diff(text, plan.text, path.name))
         _write_summary(args, summary)
-        return 0
+        return 1 if args.strict and problems else 0
     locked: list[tuple[str, str]] = []
     unlocked: dict[str, str] = {}
     if not args.no_lock:
@@ -163,7 +168,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     summary = summary_markdown(plan, locked=[e for e, _ in locked], unlocked=unlocked)
     out.write(summary)
     _write_summary(args, summary)
-    return 0
+    return 1 if args.strict and problems else 0
 
 
 def _write_summary(args: argparse.Namespace, summary: str) -> None:

@@ -319,6 +319,7 @@ def _build(
             ci_queue=v.get("ci_queue"),
             ci_tier=CiTier(v.get("ci_tier", "pr")),
             no_sku_driver_min=v.get("no_sku_driver_min", ""),
+            newer_drivers=v.get("newer_drivers", "run-older-runtimes"),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)

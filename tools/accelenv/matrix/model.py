@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import Version
 
@@ -113,6 +113,8 @@ class Family:
     ci_queue: str | None
     ci_tier: CiTier
     no_sku_driver_min: str = ""
+    # the direction of driver/runtime compatibility: does a newer driver run an older runtime?
+    newer_drivers: Literal["run-older-runtimes", "may-need-newer-runtime"] = "run-older-runtimes"
     sources: tuple[str, ...]
 
 

@@ -191,6 +191,13 @@ def _family() -> Json:
                 WHEEL_TAG_FORMAT,
                 "a format with {major}, {minor} or {patch}, e.g. rocm{major}.{minor}",
             ),
+            "newer_drivers": {
+                "type": "string",
+                "enum": ["run-older-runtimes", "may-need-newer-runtime"],
+                "description": "The direction of driver/runtime compatibility: run-older-runtimes (default, CUDA: a "
+                "newer driver runs every older runtime) or may-need-newer-runtime (Neuron: a driver can require a "
+                "newer runtime, so a driver newer than the one a runtime ships is not known to work).",
+            },
             "no_sku_driver_min": _string(
                 "Why the family's SKUs carry no driver floor of their own (their runtimes' driver rules decide); "
                 "a SKU's own driver_min or no_driver_min still applies.",

@@ -41,11 +41,14 @@ RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
     {
         "nvidia": "CUDA release lines from NVIDIA's runtime wheels on PyPI (nvidia-cuda-runtime-cu12, "
         "nvidia-cuda-runtime); new device ids from the supported-GPU table of the newest release of NVIDIA's open "
-        "kernel modules (GitHub). Driver floors, cuDNN and NCCL come from HTML release notes, not read.",
-        "amd": "ROCm release lines from JAX's ROCm plugins on PyPI (jax-rocm<major>-plugin names the ROCm it is "
-        "built against). AMD's driver lists per release are HTML and YAML docs, not read.",
+        "kernel modules (GitHub) and from pci.ids releases; driver branches from NVIDIA's releases.json. Driver "
+        "floors, cuDNN and NCCL come from HTML release notes, not read.",
+        "amd": "ROCm release lines from TheRock's GitHub release feed and from JAX's ROCm plugins on PyPI "
+        "(jax-rocm<major>-plugin names the ROCm it is built against). AMD's driver lists per release are HTML and "
+        "YAML docs, not read.",
         "tpu": "libtpu and jax releases on PyPI.",
-        "neuron": "Neuron SDK releases from AWS's release manifest n2-manifest.json (GitHub, aws-neuron-sdk).",
+        "neuron": "Neuron SDK releases from AWS's release manifest n2-manifest.json and aws-neuron-sdk's GitHub "
+        "release feed.",
     }
 )
 """Where each family's releases are read from (`check_matrix`)."""
@@ -138,6 +141,10 @@ class Finding:
             return "envs (a new entry for its runtime line)"
         if self.name == "libtpu":
             return f"runtimes.{self.env}.version"
+        if self.name == "driver branch":  # a newer NVIDIA driver branch (nvidia_branches.py)
+            return f"runtimes.{self.env}.driver"
+        if self.name.startswith("base image "):  # a newer tag of a base image (registry_tags.py)
+            return f"runtimes.{self.env}.base_images"
         if self.name.endswith(".x"):  # a new release line: CUDA 13.x, ROCm 10.x, Neuron SDK 2.x
             return "runtimes (a new entry beside runtimes." + self.env + ")"
         return f"runtimes.{self.env}.components.{self.name}"
@@ -217,16 +224,31 @@ def check_matrix(
         *_nvidia_devices(matrix, chosen, client, urls),
         *_rocm_releases(matrix, chosen, client, settings),
         *_neuron_releases(matrix, chosen, client, urls),
+        *_more_sources(matrix, chosen, client, urls),
     ]:
         if isinstance(result, Finding):
-            findings.append(result)
+            if not any(
+                (f.kind, f.env, f.name, f.latest) == (result.kind, result.env, result.name, result.latest)
+                for f in findings
+            ):  # one new line, whichever of its sources said it first
+                findings.append(result)
         else:
             problems.append(result)
     return [_with_hold(matrix, f) for f in findings], problems
 
 
+def _more_sources(
+    matrix: Matrix, chosen: list[Environment], client: IndexClient, urls: ReleaseSourceUrls
+) -> list[Finding | Problem]:
+    from accelenv.upstream.sources import release_sources  # the sources with modules of their own
+
+    return release_sources(matrix, chosen, client, urls)
+
+
 def _with_hold(matrix: Matrix, finding: Finding) -> Finding:
     """The finding, marked held when the matrix says why its runtime stays (runtimes.<id>.hold)."""
+    if finding.kind == "runtime" and (finding.name == "driver branch" or finding.name.endswith("(same line)")):
+        return finding  # a runtime's hold is about later lines, not its drivers or a newer tag of its own line
     if finding.kind == "runtime":
         runtime = matrix.runtimes.get(finding.env)
         if runtime is not None and runtime.hold is not None:
@@ -429,6 +451,11 @@ class ReleaseSourceUrls:
     neuron_manifest: str = NEURON_MANIFEST_URL
     nvidia_tags: str = NVIDIA_TAGS_URL
     nvidia_readme: str = NVIDIA_README_URL  # with {tag}
+    rocm_feed: str = "https://github.com/ROCm/TheRock/releases.atom"
+    neuron_feed: str = "https://github.com/aws-neuron/aws-neuron-sdk/releases.atom"
+    pci_ids: str = "https://raw.githubusercontent.com/pciutils/pciids/master/pci.ids"
+    nvidia_releases: str = "https://docs.nvidia.com/datacenter/tesla/drivers/releases.json"
+    registry: str | None = None  # replaces every base image's registry (tests: a loopback registry)
 
 
 def _uses(matrix: Matrix, chosen: list[Environment], family: str) -> bool:
