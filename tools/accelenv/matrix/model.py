@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -113,6 +114,8 @@ class Family:
     ci_queue: str | None
     ci_tier: CiTier
     no_sku_driver_min: str = ""
+    # platform (other than linux/amd64) -> (runs-on labels, Buildkite queue or None)
+    ci_platforms: Mapping[str, tuple[tuple[str, ...], str | None]] = field(default_factory=lambda: MappingProxyType({}))
     sources: tuple[str, ...]
 
 
