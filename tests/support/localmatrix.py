@@ -15,6 +15,9 @@ import tomlkit
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_IMAGE = os.environ.get("ACCELENV_CI_BASE_IMAGE", "accelenv-ci/debian:bookworm-minbase")
+# the same base for linux/arm64, under the name accelenv looks for a foreign platform's base (.ci/run makes it with
+# debootstrap --arch arm64 and `python -m accelenv.build.platforms`)
+ARM64_BASE_IMAGE = f"accelenv-platform/{BASE_IMAGE}-arm64"
 
 
 def unavailable(reason: str) -> None:
@@ -26,10 +29,15 @@ def unavailable(reason: str) -> None:
 
 
 def local_matrix(
-    path: Path, envs: dict[str, list[str]], *, runtime: str = "local-bookworm", base: str = BASE_IMAGE
+    path: Path,
+    envs: dict[str, list[str]],
+    *,
+    runtime: str = "local-bookworm",
+    base: str = BASE_IMAGE,
+    platforms: tuple[str, ...] = ("linux/amd64",),
 ) -> Path:
     """Write the shipped matrix plus runtime `runtime` (a cpu runtime on `base`) and one cpu environment per
-    entry of `envs` (id -> pinned packages) to `path`; returns `path`."""
+    entry of `envs` (id -> pinned packages) for `platforms` to `path`; returns `path`."""
     repository, _, tag = base.rpartition(":")
     doc = tomlkit.parse((REPO / "matrix.toml").read_text(encoding="utf-8"))
     table = tomlkit.table()
@@ -52,7 +60,7 @@ def local_matrix(
                 "description": f"local image {env_id}",
                 "os": "debian12",
                 "python": "3.11",
-                "platforms": ["linux/amd64"],
+                "platforms": list(platforms),
                 "skus": ["cpu-x86-64"],
                 "requirements": {"packages": packages},
                 "tests": ["tests/devices/test_cpu_devices.py"],

@@ -69,6 +69,7 @@ class FakeEngine:
         self.load_fails = load_fails
         self.registry = registry if registry is not None else set()
         self.calls: list[tuple[str, ...]] = []
+        self.indexes: dict[str, dict[str, str]] = {}
 
     def info(self) -> EngineInfo:
         return EngineInfo(host="fake", api_version="1.41", server_version="20.10", os="linux", arch="amd64")
@@ -87,8 +88,10 @@ class FakeEngine:
         nocache: bool,
         on_line: Callable[[str], None],
         buildargs: dict[str, str] | None = None,
+        platform: str | None = None,
     ) -> str:
         self.calls.append(("build", Path(context).name))
+        self.platform = platform
         self.buildargs = dict(buildargs or {})
         on_line("Step 1/2 : FROM base")
         if self.fail:
@@ -129,6 +132,12 @@ class FakeEngine:
 
     def registry_has(self, reference: str) -> bool:
         return reference in self.registry
+
+    def publish_index(self, remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]:
+        self.calls.append(("index", remote, *(f"{p}={t}" for p, t in sorted(platform_tags.items()))))
+        written = remote not in self.indexes
+        self.indexes[remote] = dict(platform_tags)
+        return "sha256:" + "0" * 64, written
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +221,7 @@ def test_without_a_reproducible_id_nothing_is_saved_or_loaded(matrix: Matrix, tm
     engine = FakeEngine()
     (result,) = build(engine, [plan(matrix)], tmp_path, reproducible_id=False)
     assert result.reproducible_id is False  # type: ignore[attr-defined]
-    assert [c[0] for c in engine.calls] == ["build", "tag", "tag"]
+    assert [c[0] for c in engine.calls] == ["build", "tag", "tag", "tag"]  # content, <human>-amd64, human
 
 
 def test_an_interrupt_while_the_id_is_made_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
@@ -277,10 +286,15 @@ def test_push_skips_what_the_registry_has(matrix: Matrix, tmp_path: Path) -> Non
     engine = FakeEngine()
     build(engine, [p], tmp_path, push="registry.example:5000/team")
     assert ("push", f"registry.example:5000/team/{p.content_tag}") in engine.calls
-    assert ("push", f"registry.example:5000/team/{p.human_tag}") in engine.calls
+    assert ("push", f"registry.example:5000/team/{p.human_tag}-amd64") in engine.calls
+    # the plain human tag is the multi-platform index, written through the registry API, not pushed
+    assert ("push", f"registry.example:5000/team/{p.human_tag}") not in engine.calls
+    tag = p.content_tag.rpartition(":")[2]
+    assert ("index", f"registry.example:5000/team/{p.human_tag}", f"linux/amd64={tag}") in engine.calls
     engine.calls.clear()
     (again,) = build(engine, [p], tmp_path, push="registry.example:5000/team")
     assert again.status == "skipped"  # type: ignore[attr-defined]
+    assert again.index == f"registry.example:5000/team/{p.human_tag}"  # type: ignore[attr-defined]
     assert not [c for c in engine.calls if c[0] in ("build", "push")]
 
 
@@ -439,6 +453,7 @@ def test_an_interrupted_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> N
             nocache: bool,
             on_line: Callable[[str], None],
             buildargs: dict[str, str] | None = None,
+            platform: str | None = None,
         ) -> str:
             on_line("Step 1/2 : FROM base")
             raise KeyboardInterrupt

@@ -41,6 +41,7 @@ def test_github_rows_carry_runner_labels_and_the_image(matrix: Matrix) -> None:
         "runs-on": ["self-hosted", "linux", "nvidia-gpu"],
         "session": "gpu-nvidia-cu128",
         "image": "accelenv:gpu-nvidia-cu128-py312",
+        "platform": "linux/amd64",
     }
 
 
@@ -83,3 +84,24 @@ def test_ci_cli(capsys: pytest.CaptureFixture[str]) -> None:
     matrix = str(REFERENCE_MATRIX)
     assert main(["--matrix", matrix, "ci", "--format", "github", "--tier", "nightly", "--changed", "README.md"]) == 0
     assert json.loads(capsys.readouterr().out) == {"include": []}
+
+
+def test_arm64_runners_get_a_job_per_environment_that_declares_the_platform() -> None:
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    matrix = load_matrix(REFERENCE_MATRIX)
+    nvidia = matrix.families["nvidia"]
+    grace = replace(nvidia, ci_platforms=MappingProxyType({"linux/arm64": (("self-hosted", "gb200"), None)}))
+    with_grace = replace(matrix, families=MappingProxyType({**matrix.families, "nvidia": grace}))
+    rows = jobs(with_grace, tier=CiTier.RELEASE)
+    arm = [r for r in rows if r.platform == "linux/arm64"]
+    declared = sorted(e.id for e in matrix.envs.values() if e.family == "nvidia" and "linux/arm64" in e.platforms)
+    assert declared  # the reference matrix has NVIDIA environments for Grace hosts
+    assert sorted(r.env for r in arm) == declared
+    assert {r.runs_on for r in arm} == {("self-hosted", "gb200")}
+    assert {r.queue for r in arm} == {"gpu-nvidia-arm64"}  # the family's queue, by platform
+    assert len([r for r in rows if r.platform == "linux/amd64"]) == len(jobs(matrix, tier=CiTier.RELEASE))
+    pipeline = buildkite(arm[:1])
+    assert f"accelenv build {arm[0].env} --platform linux/arm64" in pipeline
+    assert f'"image-{arm[0].env}-arm64"' in pipeline

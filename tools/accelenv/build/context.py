@@ -26,7 +26,7 @@ import tomlkit
 from accelenv.build.image_config import rfc3339_seconds
 from accelenv.errors import AccelenvError
 from accelenv.matrix.model import PLATFORM_MACHINES
-from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, OS_LOCK_NAME, image_requirements
+from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements, os_lock_name
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ class BuildPlan:
     epoch: int  # SOURCE_DATE_EPOCH: the base image's creation time, stamped on every file the build writes
     python: str
     platform: str
+    native: bool  # the engine's own platform: its image also gets the plain human tag (`run` uses it)
     glibc: str
     image_requirements: str  # what accelenv needs inside the image, from the image lock, hashes included
     os_lock: OsLock | None  # the .debs to install, when the base lacks the environment's Python
@@ -122,6 +123,7 @@ def plan_build(
     os_lock_text: str = "",
     repository: str = "accelenv",
     platform: str = "linux/amd64",
+    native: bool = True,
 ) -> BuildPlan:
     """Raises BuildError when the image cannot be built hermetically: OS packages needed but not locked (or locked
     for another architecture or another base than the engine has)."""
@@ -130,7 +132,7 @@ def plan_build(
     pin = base.digest or base.id
     needed = os_packages(matrix, env)
     if needed:
-        where = f"envs/{env.id}/{OS_LOCK_NAME}"
+        where = f"envs/{env.id}/{os_lock_name(platform)}"
         if os_lock is None:
             raise BuildError(
                 f"{env.id}: its base {reference} lacks Python {env.python}, and its OS packages are not locked "
@@ -139,7 +141,8 @@ def plan_build(
             )
         if DPKG_ARCHITECTURES.get(platform) != os_lock.architecture:
             raise BuildError(
-                f"{env.id}: {where} covers {os_lock.architecture}, not {platform}; lock it on a {platform} machine"
+                f"{env.id}: {where} covers {os_lock.architecture}, not {platform}: run "
+                f"`accelenv lock {env.id} --platform {platform}`"
             )
         if os_lock.pin not in (base.id, base.digest):
             raise BuildError(
@@ -162,13 +165,14 @@ def plan_build(
         lock=lock,
         matrix=reduced,
         content_hash=content,
-        content_tag=f"{repository}:{env.id}-{content[:16]}",
+        content_tag=f"{repository}:{env.id}-{DPKG_ARCHITECTURES[platform]}-{content[:16]}",
         human_tag=human_tag(repository, matrix, env),
         base_image=reference,
         base_pin=pin,
         epoch=epoch_of(base.created),
         python=env.python,
         platform=platform,
+        native=native,
         glibc=glibc or "2.28",
         image_requirements=requirements,
         os_lock=os_lock if needed else None,
@@ -176,8 +180,15 @@ def plan_build(
 
 
 def build_order(plans: list[BuildPlan]) -> list[BuildPlan]:
-    """Images on the same base next to each other, so the shared OS layer is built once and then reused."""
-    return sorted(plans, key=lambda p: (p.base_image, p.python, p.env))
+    """Images on the same base next to each other, so the shared OS layer is built once and then reused; the
+    engine's own platform first (an emulated build takes several times longer)."""
+    return sorted(plans, key=lambda p: (not p.native, p.platform, p.base_image, p.python, p.env))
+
+
+def platform_tag(plan: BuildPlan) -> str:
+    """The human tag of one platform's image: `<human tag>-<arch>` (the plain human tag is the engine's own
+    platform's image locally, and the multi-platform index in a registry)."""
+    return f"{plan.human_tag}-{DPKG_ARCHITECTURES[plan.platform]}"
 
 
 # ---------------------------------------------------------------------------------------------------- edge

@@ -46,6 +46,7 @@ class ImageInfo:
     digests: tuple[str, ...] = ()  # repository@sha256:... of a pulled image (none for one built or imported here)
     created: str = ""  # RFC 3339; a reproducible image's is its SOURCE_DATE_EPOCH, not the time it was built
     last_tagged: str = ""  # RFC 3339: when this engine last tagged it (a build made or confirmed it); "" if never
+    architecture: str = ""  # what its config states (amd64, arm64): the platform its programs are for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +80,7 @@ class Engine(Protocol):
         nocache: bool,
         on_line: Callable[[str], None],
         buildargs: dict[str, str] | None = None,
+        platform: str | None = None,
     ) -> str: ...  # the image id; the build's network is off
 
     def labelled(self, label: str) -> list[ImageInfo]: ...  # every image carrying this label
@@ -98,6 +100,8 @@ class Engine(Protocol):
     def push(self, reference: str, on_line: Callable[[str], None]) -> None: ...
 
     def registry_has(self, reference: str) -> bool: ...
+
+    def publish_index(self, remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]: ...
 
 
 class DockerEngine:
@@ -138,6 +142,7 @@ class DockerEngine:
             digests=tuple(data.get("RepoDigests") or ()),
             created=str(data.get("Created") or ""),
             last_tagged=_tag_time((data.get("Metadata") or {}).get("LastTagTime")),
+            architecture=str(data.get("Architecture") or ""),
         )
 
     def labelled(self, label: str) -> list[ImageInfo]:
@@ -159,6 +164,7 @@ class DockerEngine:
         nocache: bool,
         on_line: Callable[[str], None],
         buildargs: dict[str, str] | None = None,
+        platform: str | None = None,
     ) -> str:
         """Build without a tag (the caller tags only after success: a failed build leaves no tag behind), with
         the network off: everything the build needs is in its context."""
@@ -176,6 +182,7 @@ class DockerEngine:
                 pull=False,
                 network_mode="none",
                 buildargs=buildargs or {},
+                platform=platform,
             )
             for chunk in stream:
                 if "stream" in chunk:
@@ -358,6 +365,17 @@ class DockerEngine:
                 return False
             raise EngineError(f"cannot ask the registry about {reference}: {_explain(error)}") from error
         return True
+
+    def publish_index(self, remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]:
+        """`remote` (registry/repository:tag) as one OCI image index over the images pushed under
+        `platform_tags` (platform -> tag): (its digest, whether it was written). Through the registry API, since the
+        engine cannot make an index (`build.index`)."""
+        import requests
+
+        from accelenv.build.index import publish_index
+
+        with requests.Session() as session:
+            return publish_index(session, remote, platform_tags)
 
 
 def connect(timeout: float = 10.0) -> DockerEngine:

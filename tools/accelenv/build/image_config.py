@@ -95,6 +95,23 @@ def normalise(config: bytes, *, epoch: int) -> bytes:
     return json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def with_architecture(config: bytes, architecture: str, variant: str) -> bytes:
+    """The config with `architecture` (and `variant`, or none) stated, written as `normalise` writes: for a root
+    file system imported from another platform, whose config carries the importing engine's architecture.
+    Raises ValueError when `config` is not an image config."""
+    try:
+        document = json.loads(config)
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise ValueError(f"the image config is not JSON an engine writes: {error}") from error
+    if not isinstance(document, dict) or not isinstance(document.get("rootfs"), dict):
+        raise ValueError("the image config has no rootfs: not an image config")
+    document["architecture"] = architecture
+    document.pop("variant", None)
+    if variant:
+        document["variant"] = variant
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def _clamped(entry: dict[str, Any], epoch: int, stamp: str) -> dict[str, Any]:
     if "created" not in entry:
         return entry

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from packaging.utils import canonicalize_name
 
-from accelenv.build.context import BuildError, BuildPlan, assemble
+from accelenv.build.context import BuildError, BuildPlan, assemble, platform_tag
 from accelenv.build.engine import EngineError, RunSpec
 from accelenv.build.image_config import normalise
 from accelenv.check.verdict import Finding, Status
@@ -30,7 +30,7 @@ from accelenv.plan.render import LABEL_PREFIX, env_hash
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from accelenv.build.engine import Engine
+    from accelenv.build.engine import Engine, ImageInfo
     from accelenv.host.root import Root
     from accelenv.matrix import Environment, Matrix
 
@@ -49,6 +49,8 @@ class BuildResult:
     log: str | None = None
     reason: str = ""
     reproducible_id: bool | None = None  # built: whether the id is the canonical config's (None: not built here)
+    platform: str = "linux/amd64"
+    index: str | None = None  # pushed: the multi-platform tag published over this environment's platforms
 
     def as_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -72,10 +74,10 @@ def build_images(
     assemble_context = assemble_context or (lambda plan, ctx: assemble(plan, ctx, source=source))
     results = []
     for plan in plans:
-        remotes = [f"{push.rstrip('/')}/{tag}" for tag in (plan.content_tag, plan.human_tag)] if push else []
+        remotes = [f"{push.rstrip('/')}/{tag}" for tag in (plan.content_tag, platform_tag(plan))] if push else []
         existing = engine.image(plan.content_tag)
         if existing is not None and not nocache:
-            engine.tag(existing.id, plan.human_tag)
+            _tag_locally(engine, existing.id, plan)
             pushed = [] if dry_run else _push(engine, existing.id, remotes, out)
             note = f"; pushed {', '.join(pushed)}" if pushed else ""
             out.write(f"{plan.env}: up to date ({plan.content_tag}){note}\n")
@@ -88,13 +90,20 @@ def build_images(
                     image_id=existing.id,
                     size=existing.size,
                     reason="an image with this content already exists" + note,
+                    platform=plan.platform,
                 )
             )
             continue
         if dry_run:
             out.write(f"{plan.env}: would build {plan.content_tag} (also {plan.human_tag}) on {plan.base_image}\n")
             results.append(
-                BuildResult(env=plan.env, status="planned", content_tag=plan.content_tag, human_tag=plan.human_tag)
+                BuildResult(
+                    env=plan.env,
+                    status="planned",
+                    content_tag=plan.content_tag,
+                    human_tag=plan.human_tag,
+                    platform=plan.platform,
+                )
             )
             continue
         results.append(
@@ -109,7 +118,51 @@ def build_images(
                 reproducible_id=reproducible_id,
             )
         )
+    if push and not dry_run:
+        results = _publish_indexes(engine, push, plans, results, out)
     return results
+
+
+def _tag_locally(engine: Engine, image_id: str, plan: BuildPlan) -> None:
+    """The content tag, `<human tag>-<arch>`, and the plain human tag for the engine's own platform."""
+    engine.tag(image_id, plan.content_tag)
+    engine.tag(image_id, platform_tag(plan))
+    if plan.native:
+        engine.tag(image_id, plan.human_tag)
+
+
+def _publish_indexes(
+    engine: Engine, push: str, plans: list[BuildPlan], results: list[BuildResult], out: TextIO
+) -> list[BuildResult]:
+    """Per environment, the human tag in the registry as one OCI image index over every platform pushed in this
+    run (`build.index`); a failure to write it fails that environment's results."""
+    tags: dict[str, dict[str, str]] = {}
+    for plan, result in zip(plans, results, strict=True):
+        if result.status in ("built", "skipped"):
+            tags.setdefault(plan.env, {})[plan.platform] = plan.content_tag.rpartition(":")[2]
+    human = {plan.env: plan.human_tag for plan in plans}
+    published: dict[str, str] = {}
+    failures: dict[str, str] = {}
+    for env, platform_tags in tags.items():
+        remote = f"{push.rstrip('/')}/{human[env]}"
+        try:
+            digest, written = engine.publish_index(remote, platform_tags)
+        except EngineError as error:
+            failures[env] = f"the multi-platform tag {remote} was not published: {error}"
+            out.write(f"{env}: FAILED: {failures[env]}\n")
+            continue
+        what = "published" if written else "already published"
+        out.write(f"{env}: {what} {remote} ({', '.join(sorted(platform_tags))}) {digest[:19]}\n")
+        published[env] = remote
+
+    def outcome(result: BuildResult) -> BuildResult:
+        if result.env in failures:
+            return BuildResult(**{**vars(result), "status": "failed", "reason": failures[result.env]})
+        if result.env in published:
+            return BuildResult(**{**vars(result), "index": published[result.env]})
+        return result
+
+    return [outcome(result) for result in results]
 
 
 def _build_one(
@@ -146,9 +199,11 @@ def _build_one(
             seconds=time.monotonic() - start,
             log=str(log_path),
             reason=reason,
+            platform=plan.platform,
         )
 
-    out.write(f"{plan.env}: building {plan.content_tag} on {plan.base_image}\n")
+    emulated = "" if plan.native else f", {plan.platform} under QEMU emulation"
+    out.write(f"{plan.env}: building {plan.content_tag} on {plan.base_image}{emulated}\n")
     with tempfile.TemporaryDirectory(prefix=f"accelenv-{plan.env}-") as folder:
         context = Path(folder) / "context"
         try:
@@ -160,6 +215,7 @@ def _build_one(
                 nocache=nocache,
                 on_line=on_line,
                 buildargs={"BASE_IMAGE": plan.base_pin, "SOURCE_DATE_EPOCH": str(plan.epoch)},
+                platform=plan.platform,
             )
         except KeyboardInterrupt:
             failed("interrupted")
@@ -182,8 +238,7 @@ def _build_one(
             out.write(
                 f"{plan.env}: warning: the image id is not reproducible (the builder's, {image_id[:19]}): {error}\n"
             )
-    engine.tag(image_id, plan.content_tag)
-    engine.tag(image_id, plan.human_tag)
+    _tag_locally(engine, image_id, plan)
     try:
         _push(engine, image_id, remotes, out)
     except EngineError as error:
@@ -203,6 +258,7 @@ def _build_one(
         seconds=seconds,
         log=str(log_path),
         reproducible_id=normalised,
+        platform=plan.platform,
     )
 
 
@@ -249,8 +305,11 @@ def summary(results: list[BuildResult]) -> str:
 # ---------------------------------------------------------------------------------------------------- verify
 
 
-def verify_image(engine: Engine, matrix: Matrix, env: Environment, reference: str, lock: str) -> list[Finding]:
-    """The image against the matrix: labels, `accelenv check` inside it, and its distributions against the lock."""
+def verify_image(
+    engine: Engine, matrix: Matrix, env: Environment, reference: str, lock: str, *, platform: str | None = None
+) -> list[Finding]:
+    """The image against the matrix: labels, the platform it states (when one is asked for), `accelenv check`
+    inside it, and its distributions against the lock."""
     info = engine.image(reference)
     if info is None:
         return [
@@ -264,10 +323,27 @@ def verify_image(engine: Engine, matrix: Matrix, env: Environment, reference: st
             )
         ]
     findings = [_label(info.labels, "env-hash", f"sha256:{env_hash(matrix, env)}", "resolved environment")]
+    if platform is not None:
+        findings.append(_platform_finding(info, platform, env.id))
     findings.append(_label(info.labels, "lock-input", f"sha256:{input_digest(env, glibc_of(matrix, env))}", "lock"))
     findings.append(_inside_check(engine, env, reference))
     findings.append(_distributions(engine, env, reference, lock))
     return findings
+
+
+def _platform_finding(info: ImageInfo, platform: str, env_id: str) -> Finding:
+    from accelenv.build.platforms import image_platform
+
+    found = image_platform(info) or (info.architecture or "no architecture")
+    ok = found == platform
+    return Finding(
+        id="image.platform",
+        status=Status.PASS if ok else Status.FAIL,
+        expected=platform,
+        found=found,
+        message=f"an image for {platform}" if ok else f"the image states {found}, not {platform}",
+        fix="" if ok else f"accelenv build {env_id} --platform {platform}",
+    )
 
 
 def _label(labels: dict[str, str], name: str, expected: str, what: str) -> Finding:

@@ -216,8 +216,9 @@ def repository_of(tag: str) -> str:
 
 
 def is_content_tag(tag: str, env: str) -> bool:
-    """`<repository>:<env>-<16 hex digits>`, the tag `accelenv build` names an image's content by."""
-    return re.fullmatch(re.escape(env) + r"-[0-9a-f]{16}", tag.rpartition(":")[2]) is not None
+    """`<repository>:<env>-<arch>-<16 hex digits>`, the tag `accelenv build` names an image's content by (and
+    `<env>-<16 hex digits>`, as builds before per-platform tags named it)."""
+    return re.fullmatch(re.escape(env) + r"-(?:amd64-|arm64-)?[0-9a-f]{16}", tag.rpartition(":")[2]) is not None
 
 
 def _bytes(size: int) -> int:

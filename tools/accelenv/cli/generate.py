@@ -53,6 +53,13 @@ def lock_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require-all", action="store_true", help="with --check: an unlocked environment fails too")
     p.add_argument("--force", action="store_true", help="resolve again even when the lock is current")
     p.add_argument("--timeout", type=seconds, default=900.0, metavar="S", help="per resolution (default %(default)gs)")
+    p.add_argument(
+        "--platform",
+        metavar="PLATFORM",
+        help="OS package locks for this platform (linux/arm64; `all`: every platform the environment declares), "
+        "resolved in that platform's base image, under QEMU emulation where it is foreign (default: the engine's "
+        "own). The Python lock always covers every declared platform",
+    )
     p.add_argument("--json", action="store_true", help="print one result per environment as JSON")
 
 
@@ -69,10 +76,10 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
     repo = repo_of(args)
     rows: list[dict[str, Any]] = []
     failed = 0 if _lock_image_dependencies(repo, args, out) else 1
-    os_locker = _OsLocker(repo, force=args.force)
+    os_locker = _OsLocker(repo, force=args.force, platform=args.platform)
     for env in envs:
         glibc = glibc_of(matrix, env)
-        os_row = os_locker.lock(matrix, env)
+        os_row = os_locker.lock_all(matrix, env)
         if os_row and not args.json:
             out.write(f"{env.id:<24} {os_row}\n")
         if lock_state(repo, env, glibc) is LockState.CURRENT and not args.force:
@@ -125,9 +132,10 @@ class _OsLocker:
     when the first one is needed. A base that cannot be run here leaves the lock absent: a warning, not a
     failure (a maintainer who can pull the base locks it; `accelenv build` refuses until then)."""
 
-    def __init__(self, repo: Path, *, force: bool) -> None:
+    def __init__(self, repo: Path, *, force: bool, platform: str | None = None) -> None:
         self.repo = repo
         self.force = force
+        self.platform = platform
         self.engine: Any = None
         self.engine_problem: str | None = None
 
@@ -145,11 +153,23 @@ class _OsLocker:
                 self.engine_problem = str(error)
         return self.engine
 
-    def lock(self, matrix: Matrix, env: Environment) -> str | None:
-        """What happened to the OS lock of `env`, or None when its base ships its Python (no OS lock needed)."""
+    def lock_all(self, matrix: Matrix, env: Environment) -> str | None:
+        """What happened to the OS locks of `env` for the platforms asked for, or None when its base ships its
+        Python (no OS lock needed)."""
+        from accelenv.build.platforms import host_platform, platforms_for
+
+        native = host_platform()
+        wanted = platforms_for(env, self.platform, native=native)
+        rows = [row for platform in wanted if (row := self.lock(matrix, env, platform, native=native))]
+        return "; ".join(rows) or None
+
+    def lock(self, matrix: Matrix, env: Environment, platform: str, *, native: str) -> str | None:
+        """What happened to the OS lock of `env` for `platform`, or None when its base ships its Python."""
         from accelenv.build.engine import EngineError, RunSpec
+        from accelenv.build.platforms import base_reference, emulation_problem, image_platform
         from accelenv.fileio import write_atomic
         from accelenv.plan.lock import (
+            DPKG_ARCHITECTURES,
             LockState,
             OsLock,
             apt_script,
@@ -164,16 +184,27 @@ class _OsLocker:
         if not packages:
             return None
         reference = matrix.runtimes[env.runtime].base_images[env.os].reference
-        rel = os_lock_path(self.repo, env.id).relative_to(self.repo)
-        if os_lock_state(self.repo, env.id, reference, packages) is LockState.CURRENT and not self.force:
+        path = os_lock_path(self.repo, env.id, platform)
+        rel = path.relative_to(self.repo)
+        if os_lock_state(self.repo, env.id, reference, packages, platform) is LockState.CURRENT and not self.force:
             return f"{rel}: current"
         warning = f"{rel}: not locked (warning: the image cannot be built until it is)"
         engine = self._engine()
         if engine is None:
             return f"{warning}: {self.engine_problem}"
-        base = engine.image(reference)
+        emulation = emulation_problem(platform, native=native)
+        if emulation is not None:
+            return f"{warning}: {emulation}"
+        local = base_reference(reference, platform, native=native)
+        base = engine.image(local)
         if base is None:
-            return f"{warning}: its base {reference} is not on this engine; lock it where it can be pulled"
+            return (
+                f"{warning}: its base {reference} for {platform} is not on this engine (as {local}); lock it "
+                "where it can be pulled"
+            )
+        if image_platform(base) != platform:
+            stated = base.architecture or "no architecture"
+            return f"{warning}: the engine's {local} states {stated}, not {platform}"
         lines: list[str] = []
         try:
             code = engine.run(RunSpec(image=base.id, command=["sh", "-c", apt_script(packages)]), lines.append)
@@ -183,13 +214,15 @@ class _OsLocker:
             if code != 0:
                 raise ValueError(f"apt exited {code}: {' '.join(lines[-3:])[:400]}")
             architecture, found = parse_apt_output("\n".join(lines) + "\n")
+            if architecture != DPKG_ARCHITECTURES[platform]:
+                raise ValueError(f"dpkg in the base says {architecture}, not {DPKG_ARCHITECTURES[platform]}")
         except ValueError as error:
             return f"{warning}: {error}"
         pin = base.digests[0] if base.digests else base.id
         text = render_os_lock(
             env.id, packages, OsLock(base=reference, pin=pin, architecture=architecture, packages=tuple(found))
         )
-        write_atomic(os_lock_path(self.repo, env.id), text, inside=self.repo)
+        write_atomic(path, text, inside=self.repo)
         return f"{rel}: locked {len(found)} packages from {reference} ({pin[:19]})"
 
 

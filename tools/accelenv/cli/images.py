@@ -56,9 +56,13 @@ def _plan_one(
     matrix_text: str,
     source_digest: str,
     repository: str,
+    platform: str = "linux/amd64",
+    native: str = "linux/amd64",
 ) -> BuildPlan | str:
-    """The build plan of `env`, or why it cannot be built (no current lock, no base image, OS packages unlocked)."""
+    """The build plan of `env` for `platform`, or why it cannot be built (no current lock, no base image of that
+    platform, OS packages unlocked, no emulation for a foreign platform)."""
     from accelenv.build.context import BaseImage, BuildError, plan_build
+    from accelenv.build.platforms import base_reference, emulation_problem, image_platform
     from accelenv.plan.lock import (
         LockState,
         glibc_of,
@@ -77,23 +81,41 @@ def _plan_one(
     image_state = image_lock_state(repo, IMAGE_DEPENDENCIES)
     if image_state is not LockState.CURRENT:
         return f"{image_lock_path(repo).relative_to(repo)} is {image_state}: run `accelenv lock`"
+    emulation = emulation_problem(platform, native=native)
+    if emulation is not None:
+        return emulation
     reference = matrix.runtimes[env.runtime].base_images[env.os].reference
     os_lock, os_text = None, ""
     packages = os_packages(matrix, env)
+    lock_option = "" if platform == native else f" --platform {platform}"
     if packages:
-        os_state = os_lock_state(repo, env.id, reference, packages)
+        os_state = os_lock_state(repo, env.id, reference, packages, platform)
         if os_state is LockState.STALE:
-            return f"its OS package lock is stale: run `accelenv lock {env.id}`"
+            return f"its OS package lock is stale: run `accelenv lock {env.id}{lock_option}`"
         if os_state is LockState.CURRENT:
-            path = os_lock_path(repo, env.id)
+            path = os_lock_path(repo, env.id, platform)
             os_text = read_text(path, what="OS package lock")
             try:
                 os_lock = parse_os_lock(os_text, where=str(path.relative_to(repo)))
             except ValueError as error:
                 return str(error)
-    found = engine.image(os_lock.pin if os_lock else reference)
+    local = base_reference(reference, platform, native=native)
+    found = engine.image(os_lock.pin if os_lock and platform == native else local)
     if found is None:
+        if platform != native:
+            return (
+                f"its base image {reference} for {platform} is not on the engine as {local}: docker pull "
+                f"--platform {platform} {reference} && docker tag {reference} {local} (then pull {reference} "
+                "again for this machine's platform)"
+            )
         return f"its base image {reference} is not on the engine: pull it (docker pull {reference}) or build it"
+    if image_platform(found) != platform:
+        return f"the engine's base {local} states {found.architecture or 'no architecture'}, not {platform}"
+    if os_lock and os_lock.pin not in (found.id, *found.digests):
+        return (
+            f"{os_lock_path(repo, env.id, platform).relative_to(repo)} was made from {reference} pinned "
+            f"{os_lock.pin}, but the engine's {local} is {found.id}: run `accelenv lock {env.id}{lock_option} --force`"
+        )
     try:
         return plan_build(
             matrix,
@@ -106,6 +128,8 @@ def _plan_one(
             os_lock=os_lock,
             os_lock_text=os_text,
             repository=repository,
+            platform=platform,
+            native=platform == native,
         )
     except BuildError as error:
         return str(error)
@@ -122,21 +146,29 @@ def _plans(
     source_digest: str,
 ) -> tuple[list[BuildPlan], list[tuple[str, str]]]:
     """The build plans of `envs`, and (env, reason) for each that cannot be planned now."""
+    from accelenv.build.platforms import host_platform, platforms_for
+
+    native = host_platform(engine.info().arch)
     plans, unbuildable = [], []
     for env in envs:
-        planned = _plan_one(
-            engine,
-            matrix,
-            env,
-            repo=repo,
-            matrix_text=matrix_text,
-            source_digest=source_digest,
-            repository=args.repository,
-        )
-        if isinstance(planned, str):
-            unbuildable.append((env.id, planned))
-        else:
-            plans.append(planned)
+        wanted = platforms_for(env, getattr(args, "platform", None), native=native)
+        for platform in wanted:
+            planned = _plan_one(
+                engine,
+                matrix,
+                env,
+                repo=repo,
+                matrix_text=matrix_text,
+                source_digest=source_digest,
+                repository=args.repository,
+                platform=platform,
+                native=native,
+            )
+            if isinstance(planned, str):
+                label = env.id if len(wanted) == 1 and platform == native else f"{env.id} ({platform})"
+                unbuildable.append((label, planned))
+            else:
+                plans.append(planned)
     return plans, unbuildable
 
 
@@ -171,6 +203,12 @@ def build_arguments(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="keep the builder's image id (it changes every build); skips the docker save of each image built "
         "(about 5-8 s per GB) that reloads it under a canonical config",
+    )
+    p.add_argument(
+        "--platform",
+        metavar="PLATFORM",
+        help="build for this platform (linux/amd64, linux/arm64; `all`: every platform the environment declares); "
+        "a foreign one runs under QEMU user emulation (default: the engine's own)",
     )
     p.add_argument("--repository", default="accelenv", help="image repository name (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print results as JSON (progress goes to stderr)")
@@ -233,12 +271,19 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
 def verify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env", metavar="ENV")
     _image_options(p)
+    p.add_argument(
+        "--platform",
+        metavar="PLATFORM",
+        help="verify that platform's image (`<human tag>-<arch>`), started under QEMU emulation where it is foreign "
+        "(default: the engine's own)",
+    )
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
 def verify(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.build.engine import connect
     from accelenv.build.images import verify_image
+    from accelenv.build.platforms import arch_of, emulation_problem, host_platform, platforms_for
     from accelenv.check.verdict import verdict_json
     from accelenv.matrix.resolve import get_env
 
@@ -247,7 +292,15 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
     reference = _image_ref(args, matrix, env.id)
     lock = _lock_text(repo_of(args), env.id)
     with connect() as engine:
-        found = verify_image(engine, matrix, env, reference, lock)
+        native = host_platform(engine.info().arch)
+        (platform,) = platforms_for(env, args.platform, native=native) if args.platform else (native,)
+        if platform != native:
+            problem = emulation_problem(platform, native=native)
+            if problem is not None:
+                raise UsageError(f"cannot start the {platform} image of {env.id}: {problem}")
+            if not args.image:
+                reference = f"{reference}-{arch_of(platform)}"
+        found = verify_image(engine, matrix, env, reference, lock, platform=platform)
     result = verdict_json(env.id, found, source=f"image {reference}")
     if args.json:
         dump_json(result, out)

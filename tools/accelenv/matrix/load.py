@@ -318,6 +318,12 @@ def _build(
             ci_runner=tuple(v.get("ci_runner", ("ubuntu-latest",))),
             ci_queue=v.get("ci_queue"),
             ci_tier=CiTier(v.get("ci_tier", "pr")),
+            ci_platforms=MappingProxyType(
+                {
+                    platform: (tuple(entry["runner"]), entry.get("queue"))
+                    for platform, entry in sorted(v.get("ci_platforms", {}).items())
+                }
+            ),
             no_sku_driver_min=v.get("no_sku_driver_min", ""),
             newer_drivers=v.get("newer_drivers", "run-older-runtimes"),
             sources=tuple(v.get("sources", ())),

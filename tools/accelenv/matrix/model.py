@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from packaging.version import Version
@@ -115,6 +116,8 @@ class Family:
     no_sku_driver_min: str = ""
     # the direction of driver/runtime compatibility: does a newer driver run an older runtime?
     newer_drivers: Literal["run-older-runtimes", "may-need-newer-runtime"] = "run-older-runtimes"
+    # platform (other than linux/amd64) -> (runs-on labels, Buildkite queue or None)
+    ci_platforms: Mapping[str, tuple[tuple[str, ...], str | None]] = field(default_factory=lambda: MappingProxyType({}))
     sources: tuple[str, ...]
 
 

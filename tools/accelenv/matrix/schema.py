@@ -181,6 +181,25 @@ def _family() -> Json:
                 min_items=1,
             ),
             "ci_queue": _string("Buildkite agent queue of the family's machines.", TOOL, "a queue name"),
+            "ci_platforms": {
+                "type": "object",
+                "description": "Runners of the family's machines of another platform than linux/amd64 (GB200 and "
+                "GH200 are Grace, linux/arm64, hosts): `accelenv ci` gives each environment that declares the "
+                "platform a job there.",
+                "propertyNames": {"enum": ["linux/arm64"]},
+                "additionalProperties": _object(
+                    "The runners of one platform.",
+                    {
+                        "runner": _list(
+                            "GitHub Actions runs-on labels of this platform's runners.",
+                            {"type": "string", "pattern": TOOL, "x-hint": "a runner label"},
+                            min_items=1,
+                        ),
+                        "queue": _string("Buildkite agent queue of this platform's machines.", TOOL, "a queue name"),
+                    },
+                    required=("runner",),
+                ),
+            },
             "ci_tier": {
                 "type": "string",
                 "enum": ["pr", "nightly", "release"],

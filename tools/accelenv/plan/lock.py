@@ -253,8 +253,16 @@ class OsLock:
     packages: tuple[OsPackage, ...]
 
 
-def os_lock_path(repo: Path, env_id: str) -> Path:
-    return repo / "envs" / env_id / OS_LOCK_NAME
+def os_lock_name(platform: str = "linux/amd64") -> str:
+    """The OS lock's file name for one platform (each covers one dpkg architecture): os-packages.lock for
+    linux/amd64, os-packages.<arch>.lock for the others (os-packages.arm64.lock)."""
+    if platform == "linux/amd64":
+        return OS_LOCK_NAME
+    return f"os-packages.{DPKG_ARCHITECTURES[platform]}.lock"
+
+
+def os_lock_path(repo: Path, env_id: str, platform: str = "linux/amd64") -> Path:
+    return repo / "envs" / env_id / os_lock_name(platform)
 
 
 def os_input_digest(base: str, packages: tuple[str, ...]) -> str:
@@ -323,29 +331,36 @@ def parse_os_lock(text: str, *, where: str) -> OsLock:
     )
 
 
-def os_lock_state(repo: Path, env_id: str, base: str, packages: tuple[str, ...]) -> LockState:
+def os_lock_state(
+    repo: Path, env_id: str, base: str, packages: tuple[str, ...], platform: str = "linux/amd64"
+) -> LockState:
     """CURRENT when the lock was made for this base and these packages and every line of it reads (a lock whose
-    body was damaged is STALE: `os_lock_defect` says where)."""
-    text = read_lock(repo, os_lock_path(repo, env_id), what="OS package lock")
+    body was damaged is STALE: `os_lock_defect` says where), and it covers the platform's architecture."""
+    path = os_lock_path(repo, env_id, platform)
+    text = read_lock(repo, path, what="OS package lock")
     if text is None:
         return LockState.UNLOCKED
     match = _OS_INPUT.search(text)
     if not match or match.group(1) != os_input_digest(base, packages):
         return LockState.STALE
-    return LockState.STALE if _os_lock_defect(text, repo, env_id) else LockState.CURRENT
+    return LockState.STALE if _os_lock_defect(text, repo, path, platform) else LockState.CURRENT
 
 
-def os_lock_defect(repo: Path, env_id: str) -> str | None:
+def os_lock_defect(repo: Path, env_id: str, platform: str = "linux/amd64") -> str | None:
     """What is wrong with the body of an environment's OS lock (file:line and what), or None when it reads."""
-    text = read_lock(repo, os_lock_path(repo, env_id), what="OS package lock")
-    return None if text is None else _os_lock_defect(text, repo, env_id)
+    path = os_lock_path(repo, env_id, platform)
+    text = read_lock(repo, path, what="OS package lock")
+    return None if text is None else _os_lock_defect(text, repo, path, platform)
 
 
-def _os_lock_defect(text: str, repo: Path, env_id: str) -> str | None:
+def _os_lock_defect(text: str, repo: Path, path: Path, platform: str) -> str | None:
+    where = str(path.relative_to(repo))
     try:
-        parse_os_lock(text, where=str(os_lock_path(repo, env_id).relative_to(repo)))
+        lock = parse_os_lock(text, where=where)
     except ValueError as error:
         return str(error)
+    if lock.architecture not in ("all", DPKG_ARCHITECTURES[platform]):
+        return f"{where}: covers {lock.architecture}, not {platform}"
     return None
 
 
