@@ -163,6 +163,9 @@ def drift(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     each fact label `now` has that the node was started without or with. Labels only one side computes (another
     environment's verdict, a topology or metadata label) are not compared."""
     out = []
+    if recorded.get(PREFIX + "family", now.get(PREFIX + "family")) != now.get(PREFIX + "family"):
+        # judged through another family's eyes (a cpu environment on a GPU node): only the verdicts compare
+        now = {k: v for k, v in now.items() if k.startswith(PREFIX + "env.")}
     for key in sorted(now):
         if key in recorded and recorded[key] != now[key]:
             out.append(f"{key}={recorded[key]!r} at start, {now[key]!r} now")

@@ -38,8 +38,8 @@ def environments(matrix: Matrix, family: str, chosen: Sequence[Environment]) -> 
 def fabric_domain(report: HostReport, runner: Runner | None) -> tuple[NvlinkDomain | None, str | None]:
     """The host's multi-node NVLink domain and, when it could not be read, why. A snapshot answers from its raw
     `nvidia-smi -q` output when it has one; a live host runs the tool (`runner`)."""
-    from accelenv.host.facts import ParseError
     from accelenv.host.fabric import ARGS, RAW_KEY, nvlink_domain, parse_fabric
+    from accelenv.host.facts import ParseError
 
     result = report.raw.get(RAW_KEY)
     if result is None and runner is not None:

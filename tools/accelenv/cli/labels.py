@@ -68,11 +68,12 @@ COMMANDS = {
     "labels": Command(
         epilog="examples:\n  accelenv labels\n"
         "  accelenv labels --format ray -o /tmp/ray-labels.yaml && ray start --labels-file /tmp/ray-labels.yaml ...\n"
-        "  RAY_OVERRIDE_LABELS=\"$(accelenv labels --format ray-env)\" ray start ...\n"
+        '  RAY_OVERRIDE_LABELS="$(accelenv labels --format ray-env)" ray start ...\n'
         "  accelenv labels --format nfd -o /etc/kubernetes/node-feature-discovery/features.d/accelenv\n"
         "  accelenv labels --env gpu-nvidia-cu132 --snapshot node7.json\n\n"
         "Keys are accelenv.io/...: family, sku, arch, devices, device-memory-mib, driver, runtime, env.<ENV>\n"
-        "(pass, warn or fail: the verdict of `accelenv check ENV`), nvlink-domain, tpu-slice, ... (docs/scheduling.md).",
+        "(pass, warn or fail: the verdict of `accelenv check ENV`), nvlink-domain, tpu-slice, ...\n"
+        "(docs/scheduling.md).",
         arguments=labels_arguments,
         run=labels,
     ),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from accelenv.host.facts import ParseError
 
 ARGS = ["-q"]  # nvidia-smi arguments whose output `parse_fabric` reads
-RAW_KEY = "nvidia-smi-query"  # the key of that output among a report's raw tool results, when a snapshot has it
+RAW_KEY = "nvidia-smi-q"  # the key of that output among a report's raw tool results, when a snapshot has it
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CLIQUE = re.compile(r"\d{1,10}")
@@ -99,11 +99,10 @@ def nvlink_domain(gpus: tuple[GpuFabric, ...]) -> NvlinkDomain | None:
     when there is no fabric, a GPU is not registered, the UUID is all zero, or the GPUs disagree."""
     if not gpus or not all(g.registered for g in gpus):
         return None
-    domains = {(g.cluster_uuid, g.clique_id) for g in gpus}
+    domains = {(g.cluster_uuid or "", g.clique_id or "") for g in gpus}  # `registered`: neither is None
     if len(domains) != 1:
         return None
     uuid, clique = domains.pop()
-    assert uuid is not None and clique is not None  # noqa: S101 - `registered` says so
     return NvlinkDomain(cluster_uuid=uuid, clique_id=clique)
 
 
