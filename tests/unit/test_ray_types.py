@@ -96,17 +96,21 @@ def test_expected_ray_type(
     [
         (["H100"], "H100", []),
         (["H100"], None, []),
-        (["A100"], "H100", ["Ray reports accelerator_type A100; the node's SKU h100-sxm is H100 to Ray"]),
-        ([], None, ["Ray reports accelerator_type none; the node's SKU h100-sxm is H100 to Ray"]),
+        (["A100"], "H100", [("fail", "Ray reports accelerator_type A100; the node's SKU h100-sxm is H100 to Ray")]),
+        ([], None, [("warn", "Ray reports no accelerator_type; the node's SKU h100-sxm is H100 to Ray")]),
         (
             ["H100"],
             "A100",
-            ["Ray's label ray.io/accelerator-type='A100'; the node's SKU h100-sxm is 'H100' to Ray"],
+            [("fail", "Ray's label ray.io/accelerator-type='A100'; the node's SKU h100-sxm is 'H100' to Ray")],
         ),
-        (["H100", "A100"], "H100", ["Ray reports accelerator_type H100, A100; the node's SKU h100-sxm is H100 to Ray"]),
+        (
+            ["H100", "A100"],
+            "H100",
+            [("fail", "Ray reports accelerator_type H100, A100; the node's SKU h100-sxm is H100 to Ray")],
+        ),
     ],
 )
-def test_ray_type_problems(types: list[str], label: str | None, problems: list[str]) -> None:
+def test_ray_type_problems(types: list[str], label: str | None, problems: list[tuple[str, str]]) -> None:
     view = ExpectedRay(resource="GPU", known=True, accelerator_type="H100", sku="h100-sxm")
     assert ray_type_problems(view, types, label) == problems
 
@@ -188,3 +192,9 @@ def test_ray_findings_skip_what_is_unknown() -> None:
     data = answer(ray_expected=None, labels={})
     assert ray_findings(data, ["A100"], {}) == []
     assert node_labels_of({"Labels": ["x"]}) == {}
+
+
+def test_a_hand_set_gpu_count_without_a_type_warns() -> None:
+    result = _result(node({"GPU": 8.0}), answer(), "nvidia")
+    assert result.verdict == "warn"
+    assert result.failing == []

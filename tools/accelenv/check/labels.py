@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
+from accelenv.host.topology import tpu_topology
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -117,7 +118,7 @@ def node_labels(
     if family == "tpu":
         env = report.environment
         tpu = {"tpu-slice": env.get("TPU_NAME"), "tpu-worker-id": env.get("TPU_WORKER_ID")}
-        tpu["tpu-topology"] = report.topology.get("tpu_topology") or env.get("TPU_TOPOLOGY")
+        tpu["tpu-topology"] = report.topology.get("tpu_topology") or tpu_topology(env)
         raw.update({PREFIX + k: str(v) for k, v in tpu.items() if v})
     for name, value in sorted((metadata or {}).items()):
         raw[PREFIX + name] = value

@@ -35,7 +35,12 @@ def labels(args: argparse.Namespace, out: TextIO) -> int:
 
     matrix = matrix_of(args)
     chosen = [get_env(matrix, e) for e in args.env or ()]
-    report = host_report(args, matrix, sorted({e.family for e in chosen}) or None)
+    from accelenv.matrix.model import Requires
+
+    # the interconnect summary only when an environment asks for it, as `check` does (labels read TPU shape from
+    # the environment variables themselves)
+    topology = not chosen or any(e.requires != Requires() for e in chosen)
+    report = host_report(args, matrix, sorted({e.family for e in chosen}) or None, topology=topology)
     runner = None
     if not args.snapshot:
         from accelenv.host.run import ToolRunner

@@ -62,18 +62,26 @@ def expected_ray(matrix: Matrix, acc: Accelerator) -> ExpectedRay:
     return ExpectedRay(resource=resource, known=True, accelerator_type=name, sku=sku.id, why=why)
 
 
-def ray_type_problems(expected: ExpectedRay, resource_types: list[str], label: str | None) -> list[str]:
-    """Where Ray's accelerator type (`accelerator_type:*` resources, the `ray.io/accelerator-type` label) disagrees
-    with the one the matrix gives for the node's SKU; nothing when the matrix does not know Ray's name for it."""
+def ray_type_problems(expected: ExpectedRay, resource_types: list[str], label: str | None) -> list[tuple[str, str]]:
+    """(status, what) for each way Ray's accelerator type (`accelerator_type:*` resources, the
+    `ray.io/accelerator-type` label) departs from the one the matrix gives for the node's SKU: another type fails
+    (tasks asking for the SKU's type land elsewhere, or on the wrong hardware); no type where Ray would name one
+    warns (Ray did not detect the devices itself: a hand-set GPU count). Nothing when the matrix does not know."""
     if not expected.known:
         return []
     want = expected.accelerator_type
     problems = []
     shown = ", ".join(resource_types) or "none"
     if want is None and resource_types:
-        problems.append(f"Ray reports accelerator_type {shown}; for {expected.sku} Ray 2.60 names none")
+        problems.append(("fail", f"Ray reports accelerator_type {shown}; for {expected.sku} Ray 2.60 names none"))
+    elif want is not None and not resource_types:
+        problems.append(("warn", f"Ray reports no accelerator_type; the node's SKU {expected.sku} is {want} to Ray"))
     elif want is not None and resource_types != [want]:
-        problems.append(f"Ray reports accelerator_type {shown}; the node's SKU {expected.sku} is {want} to Ray")
+        problems.append(
+            ("fail", f"Ray reports accelerator_type {shown}; the node's SKU {expected.sku} is {want} to Ray")
+        )
     if label is not None and label != (want or ""):
-        problems.append(f"Ray's label {RAY_TYPE_LABEL}={label!r}; the node's SKU {expected.sku} is {want!r} to Ray")
+        problems.append(
+            ("fail", f"Ray's label {RAY_TYPE_LABEL}={label!r}; the node's SKU {expected.sku} is {want!r} to Ray")
+        )
     return problems

@@ -88,18 +88,19 @@ def ray_findings(data: dict[str, Any], ray_types: list[str], labels: dict[str, s
             sku=expected["sku"],
         )
         problems = ray_type_problems(view, ray_types, labels.get(RAY_TYPE_LABEL))
+        statuses = {status for status, _ in problems}
         if view.known:
             found.append(
                 {
                     "id": "ray.accelerator_type",
-                    "status": "fail" if problems else "pass",
+                    "status": "fail" if "fail" in statuses else "warn" if statuses else "pass",
                     "expected": view.accelerator_type or "none",
                     "found": ", ".join(ray_types) or "none",
-                    "message": "; ".join(problems) or "Ray's accelerator type matches the node's SKU",
+                    "message": "; ".join(m for _, m in problems) or "Ray's accelerator type matches the node's SKU",
                     "fix": (
-                        "start the node without a hand-set accelerator_type resource (`ray start` without "
-                        "--resources '{\"accelerator_type:...\": ...}'), or fix the SKU's ray_accelerator_type in "
-                        "matrix.toml if Ray's name for it changed"
+                        "start the node without a hand-set accelerator_type resource or GPU count (`ray start` "
+                        "without --resources '{\"accelerator_type:...\": ...}' or --num-gpus, so Ray detects the "
+                        "devices), or fix the SKU's ray_accelerator_type in matrix.toml if Ray's name for it changed"
                         if problems
                         else ""
                     ),

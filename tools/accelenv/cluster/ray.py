@@ -304,8 +304,10 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResu
     ray_checks = ray_findings(data, ray_types, node_labels_of(node))
     checks = list(data["checks"]) + ray_checks
     failing = [c["id"] for c in checks if c["status"] == "fail"]
-    ray_failed = any(c["status"] == "fail" for c in ray_checks)
-    verdict = "fail" if problems or ray_failed else data["verdict"]
+    ray_statuses = {c["status"] for c in ray_checks}
+    verdict = "fail" if problems or "fail" in ray_statuses else data["verdict"]
+    if verdict == "pass" and "warn" in ray_statuses:
+        verdict = "warn"
     return NodeResult(
         node_id=node["NodeID"],
         address=str(node.get("NodeManagerAddress", "?")),
