@@ -198,3 +198,37 @@ def test_a_hand_set_gpu_count_without_a_type_warns() -> None:
     result = _result(node({"GPU": 8.0}), answer(), "nvidia")
     assert result.verdict == "warn"
     assert result.failing == []
+
+
+@pytest.mark.parametrize(
+    ("line", "errors"),
+    [
+        (
+            'ray_accelerator_type = "H100 SXM"',
+            [
+                (
+                    "matrix.toml:{line}: error: skus.t4.ray_accelerator_type: 'H100 SXM' is not valid here: "
+                    "expected a Ray accelerator type such as H100"
+                ),
+                "matrix.toml:{line}: error: skus.t4.ray_accelerator_type: expected object, found str 'H100 SXM'",
+            ],
+        ),
+        (
+            'ray_accelerator_type = "T4"\nno_ray_accelerator_type = "why"',
+            [
+                (
+                    "matrix.toml:{next}: error: skus.t4.no_ray_accelerator_type: has both ray_accelerator_type and "
+                    "no_ray_accelerator_type: keep Ray's name, or the reason there is none"
+                )
+            ],
+        ),
+    ],
+)
+def test_a_bad_ray_accelerator_type_is_refused_with_its_key_path(line: str, errors: list[str]) -> None:
+    from accelenv.matrix.load import validate_text
+
+    text = (REPO / "matrix.toml").read_text(encoding="utf-8")
+    at = text.splitlines().index('ray_accelerator_type = "T4"') + 1
+    validation = validate_text(text.replace('ray_accelerator_type = "T4"', line, 1))
+    shown = [p.render("matrix.toml") for p in validation.problems if p.is_error]
+    assert shown == [e.replace("{line}", str(at)).replace("{next}", str(at + 1)) for e in errors]
