@@ -525,3 +525,16 @@ def test_a_result_tool_is_not_needed_for_a_snapshot_without_fabric(tmp_path: Pat
     assert why is None
     assert domain is not None
     assert domain.clique_id == "32766"
+
+
+@given(st.text(max_size=2000))
+def test_the_fabric_parser_refuses_or_returns_only_valid_shapes(text: str) -> None:
+    from accelenv.host.facts import ParseError
+
+    try:
+        gpus = parse_fabric("Driver Version : 590.48.01\nGPU 00000000:00:09.0\n    Fabric\n" + text)
+    except ParseError:
+        return
+    for gpu in gpus:
+        assert gpu.cluster_uuid is None or NAME.fullmatch(gpu.cluster_uuid)
+        assert gpu.clique_id is None or gpu.clique_id.isdigit()

@@ -232,3 +232,55 @@ def test_a_bad_ray_accelerator_type_is_refused_with_its_key_path(line: str, erro
     validation = validate_text(text.replace('ray_accelerator_type = "T4"', line, 1))
     shown = [p.render("matrix.toml") for p in validation.problems if p.is_error]
     assert shown == [e.replace("{line}", str(at)).replace("{next}", str(at + 1)) for e in errors]
+
+
+def test_show_inspect_and_the_page_carry_rays_name(tmp_path: Path, matrix: Matrix) -> None:
+    import io
+    import json
+
+    import jsonschema
+
+    from accelenv.cli import main
+    from accelenv.host.report import Container, HostReport, Limits, OsInfo, PythonInfo
+    from accelenv.host.snapshot import save_snapshot
+    from accelenv.plan.page import page_data
+    from accelenv.plan.schemas import inspect_schema
+
+    out = io.StringIO()
+    assert main(["--matrix", str(REPO / "matrix.toml"), "show", "gpu-amd", "--json"], out=out) == 0
+    skus = {s["id"]: s for s in json.loads(out.getvalue())["skus"]}
+    assert skus["mi300x"]["ray_accelerator_type"] == {
+        "0x74a1": "AMD-Instinct-MI300X-OAM",
+        "0x74a9": "AMD-Instinct-MI300X-HF",
+    }
+    out = io.StringIO()
+    assert main(["--matrix", str(REPO / "matrix.toml"), "show", "gpu-nvidia"], out=out) == 0
+    assert "NVIDIA H100 SXM5 80GB (sm_90, " in out.getvalue()
+    assert "Ray: H100)" in out.getvalue()
+
+    page = {s["id"]: s for s in page_data(matrix, None)["skus"]}
+    assert page["trn2"]["ray"] == {"*": "aws-neuron-core"}
+    assert page["gaudi3"]["ray"] is None
+
+    report = HostReport(
+        root="/",
+        os=OsInfo(id="debian", version_id="12", pretty_name=None, kernel=None, glibc=None, arch="x86_64"),
+        python=PythonInfo(version="3.11.2", implementation="CPython", executable="python3", distributions={}),
+        accelerators=(_acc("nvidia", "h100-sxm", "0x2330", count=2),),
+        environment={},
+        limits=Limits(shm_bytes=None, memlock_bytes=None, memlock_unlimited=True),
+        container=Container(inside_container=False, docker_socket=False, nvidia_container_toolkit=False, cdi_specs=()),
+    )
+    snap = tmp_path / "node.json"
+    save_snapshot(report, snap)
+    out = io.StringIO()
+    assert main(["--matrix", str(REPO / "matrix.toml"), "inspect", "--json", "--snapshot", str(snap)], out=out) == 0
+    data = json.loads(out.getvalue())
+    jsonschema.Draft202012Validator(inspect_schema()).validate(data)
+    assert data["accelerators"][0]["ray"] == {
+        "resource": "GPU",
+        "accelerator_type": "H100",
+        "known": True,
+        "sku": "h100-sxm",
+        "why": "",
+    }
