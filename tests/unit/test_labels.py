@@ -458,6 +458,14 @@ def test_metadata_becomes_instance_type_and_zone() -> None:
     }
     assert cloud_metadata(said.get) == {"instance-type": "a3-highgpu-8g", "zone": "us-central1-a"}
     assert cloud_metadata(lambda key: None) == {}
+    tpu = {"instance/attributes/instance-id": "my-slice", "instance/attributes/agent-worker-number": "3"}
+    assert cloud_metadata(tpu.get, tpu=True) == {"tpu-slice": "my-slice", "tpu-worker-id": "3"}
+
+
+def test_the_nodes_own_word_comes_before_the_metadata_servers(tmp_path: Path, matrix: Matrix) -> None:
+    found = labels_for(matrix, make("tpu", tmp_path, matrix), metadata={"tpu-slice": "other", "zone": "z"})[0]
+    assert found.labels[P + "tpu-slice"] == "my-slice-7"
+    assert found.labels[P + "zone"] == "z"
 
 
 def test_labels_command_writes_a_snapshots_labels_atomically(tmp_path: Path, matrix: Matrix) -> None:

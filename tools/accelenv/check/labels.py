@@ -121,7 +121,7 @@ def node_labels(
         tpu["tpu-topology"] = report.topology.get("tpu_topology") or tpu_topology(env)
         raw.update({PREFIX + k: str(v) for k, v in tpu.items() if v})
     for name, value in sorted((metadata or {}).items()):
-        raw[PREFIX + name] = value
+        raw.setdefault(PREFIX + name, value)  # the node's own word (TPU_NAME, ...) first
     return labelled(raw)
 
 

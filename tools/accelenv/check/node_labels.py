@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 # GCE metadata keys (under computeMetadata/v1/) -> label names; the values are paths whose last part is the name
 METADATA_KEYS = {"instance/machine-type": "instance-type", "instance/zone": "zone"}
+# on a Cloud TPU VM, where Ray 2.60 (tpu.py) reads the slice name and worker id when TPU_NAME/TPU_WORKER_ID are unset
+TPU_METADATA_KEYS = {
+    "instance/attributes/instance-id": "tpu-slice",
+    "instance/attributes/agent-worker-number": "tpu-worker-id",
+}
 
 
 def host_family(matrix: Matrix, report: HostReport) -> str:
@@ -54,10 +59,11 @@ def fabric_domain(report: HostReport, runner: Runner | None) -> tuple[NvlinkDoma
         return None, str(error)
 
 
-def cloud_metadata(fetch: Callable[[str], str | None]) -> dict[str, str]:
-    """What the metadata server says about placement: instance type and zone (the last part of each path)."""
+def cloud_metadata(fetch: Callable[[str], str | None], *, tpu: bool = False) -> dict[str, str]:
+    """What the metadata server says about placement: instance type and zone (the last part of each path), and on
+    a TPU host the slice name and worker id."""
     found = {}
-    for key, name in METADATA_KEYS.items():
+    for key, name in (METADATA_KEYS | (TPU_METADATA_KEYS if tpu else {})).items():
         value = fetch(key)
         if value:
             found[name] = value.strip().rsplit("/", 1)[-1][:200]
