@@ -15,7 +15,7 @@ from accelenv.cli import COMMANDS, build_parser, main
 from accelenv.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", REPO / "docs" / "adding-an-accelerator.md"]
+DOCS = [REPO / "README.md", REPO / "docs" / "adding-an-accelerator.md", REPO / "docs" / "scheduling.md"]
 
 
 def console_commands(path: Path) -> list[tuple[int, str, list[str]]]:

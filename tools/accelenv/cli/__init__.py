@@ -57,6 +57,9 @@ COMMANDS: dict[str, Entry] = {
         "host", "Save what inspect sees (parsed facts and raw tool outputs) so a verdict can be replayed elsewhere."
     ),
     "which": Entry("host", "List the environments this host can run, best match first."),
+    "labels": Entry(
+        "labels", "Node labels for Ray and Kubernetes: what this host is, and check's verdict on each environment."
+    ),
     # generated files: accelenv.cli.generate
     "lock": Entry(
         "generate", "Resolve each environment's pins with uv into envs/<env>/requirements.lock, with hashes."

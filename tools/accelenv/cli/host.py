@@ -38,7 +38,12 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
     matrix = matrix_of(args)
     report = host_report(args, matrix, args.family or None, topology=args.json)  # the text shows no topology
     if args.json:
-        dump_json(report.as_json(), out)
+        from accelenv.cluster.accelerator_types import expected_ray
+
+        data = report.as_json()
+        for entry, acc in zip(data["accelerators"], report.accelerators, strict=True):
+            entry["ray"] = expected_ray(matrix, acc).as_json()
+        dump_json(data, out)
         return 0
     o, py = report.os, report.python
     out.write(

@@ -242,6 +242,8 @@ def _show_lines(data: dict[str, Any], lock: str | None = None) -> list[str]:
     width = max((len(sku["id"]) for sku in data["skus"]), default=0) + 2
     for sku in data["skus"]:
         extra = f", needs driver >= {sku['driver_floor']}" if sku["driver_min"] else ""
+        if sku["ray_accelerator_type"]:
+            extra += ", Ray: " + "/".join(sorted(set(sku["ray_accelerator_type"].values())))
         lines.append(f"    {sku['id']:<{width}}{sku['name']} ({sku['arch']}{extra})")
     lines.append("  requirements")
     lines += [f"    {p}" for p in data["requirements"]["packages"]]

@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
     from accelenv.matrix.model import Matrix
 
-# What Ray calls each family's accelerators (ray/_private/accelerators): the resource counted per node.
-RAY_RESOURCE = {"nvidia": "GPU", "amd": "GPU", "tpu": "TPU", "neuron": "neuron_cores", "gaudi": "HPU"}
+from accelenv.cluster.accelerator_types import RAY_RESOURCE
+from accelenv.cluster.node_answer import answer_problem, node_labels_of, ray_findings
+
 # Why a node died, as ray.nodes() reports it (DeathReason: NodeDeathInfo.Reason in Ray's common.proto).
 DEATH_REASONS = {
     0: "unspecified",
@@ -113,7 +114,13 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
     )
     findings = check(matrix, env, report)
     acc = report.accelerator(env.family)
+    from accelenv.check.node_labels import labels_for
+    from accelenv.cluster.accelerator_types import expected_ray
+
+    labels, _ = labels_for(matrix, report, [env], fabric=False)  # what the node's labels should say now
     return {
+        "labels": labels.labels,
+        "ray_expected": expected_ray(matrix, acc).as_json() if acc else None,
         "node_id": ray.get_runtime_context().get_node_id(),
         "verdict": str(verdict(findings)),
         "checks": [f.as_json() for f in findings],
@@ -197,7 +204,9 @@ def _check_nodes(
             reason = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
             results.append(_dead(latest, during=reason) if not latest.get("Alive") else _unreachable(node, reason))
             continue
-        if not latest.get("Alive"):
+        if bad := answer_problem(data):
+            results.append(_unreachable(node, f"the node's answer is unreadable: {bad}"))
+        elif not latest.get("Alive"):
             results.append(_dead(latest, during="its result arrived, then Ray marked the node dead; it is not counted"))
         elif data.get("node_id") != node["NodeID"]:
             results.append(_unreachable(node, f"the check ran on node {data.get('node_id')}, not on this one"))
@@ -292,8 +301,13 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResu
             problems.append(f"the node has {seen} device(s) but Ray reports no {resource} resource")
         elif ray_count is not None and int(ray_count) != seen and family != "neuron":
             problems.append(f"Ray counts {ray_count:g} {resource}, the node's driver shows {seen} device(s)")
-    failing = [c["id"] for c in data["checks"] if c["status"] == "fail"]
-    verdict = "fail" if problems else data["verdict"]
+    ray_checks = ray_findings(data, ray_types, node_labels_of(node))
+    checks = list(data["checks"]) + ray_checks
+    failing = [c["id"] for c in checks if c["status"] == "fail"]
+    ray_statuses = {c["status"] for c in ray_checks}
+    verdict = "fail" if problems or "fail" in ray_statuses else data["verdict"]
+    if verdict == "pass" and "warn" in ray_statuses:
+        verdict = "warn"
     return NodeResult(
         node_id=node["NodeID"],
         address=str(node.get("NodeManagerAddress", "?")),
@@ -306,7 +320,7 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResu
         ray_count=ray_count,
         ray_types=ray_types,
         problems=problems,
-        checks=list(data["checks"]),
+        checks=checks,
         seconds=float(data["seconds"]),
     )
 

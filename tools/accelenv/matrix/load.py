@@ -102,6 +102,7 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
     except RecursionError:  # tomllib recurses per nesting level: `a = [[[[...` a few hundred deep
         problem = Problem(path="", message="not valid TOML: values nested too deeply to read", rule="toml")
         return Validation(source=source, matrix=None, problems=(problem,))
+    from accelenv.matrix import ray_rules  # noqa: F401 - registers its rule
     from accelenv.matrix.rules import check_rules
     from accelenv.matrix.schema import schema_errors  # jsonschema is the slowest import; only validation needs it
 
@@ -270,6 +271,16 @@ class _Builder:
             return None
 
 
+def _ray_types(value: object) -> dict[str, str]:
+    """`ray_accelerator_type` as a mapping: a string names the type of every device of the SKU ("*"), a table
+    names it per PCI device id (the schema has checked the shape)."""
+    if isinstance(value, str):
+        return {"*": value}
+    if isinstance(value, dict):
+        return {str(k).lower(): str(v) for k, v in value.items()}
+    return {}
+
+
 def _entries(document: dict[str, Any], section: str, broken: set[tuple[str, str]]) -> list[tuple[str, Any]]:
     table = document.get(section, {})
     return [(key, value) for key, value in table.items() if (section, key) not in broken]
@@ -342,6 +353,8 @@ def _build(
             host_arch=tuple(v.get("host_arch", ("x86_64",))),
             driver_min=b.version(v.get("driver_min"), ("skus", key, "driver_min")),
             no_driver_min=v.get("no_driver_min", ""),
+            ray_accelerator_type=_ray_types(v.get("ray_accelerator_type")),
+            no_ray_accelerator_type=v.get("no_ray_accelerator_type", ""),
             sources=tuple(v.get("sources", ())),
             notes=v.get("notes", ""),
         )

@@ -135,8 +135,19 @@ class Sku:
     host_arch: tuple[str, ...]
     driver_min: Version | None
     no_driver_min: str = ""
+    # the accelerator type Ray reports for this SKU (its `accelerator_type:*` resource and `ray.io/accelerator-type`
+    # label), by PCI device id where Ray names types by id (AMD); "*" for every device of the SKU
+    ray_accelerator_type: Mapping[str, str] = field(default_factory=dict)
+    no_ray_accelerator_type: str = ""  # why Ray reports none (or why it is not known)
     sources: tuple[str, ...]
     notes: str
+
+    def ray_type(self, pci_device_id: str | None) -> str | None:
+        """The accelerator type Ray reports for a device of this SKU with `pci_device_id`; None when it reports none
+        (or the matrix does not know)."""
+        if pci_device_id is not None and pci_device_id.lower() in self.ray_accelerator_type:
+            return self.ray_accelerator_type[pci_device_id.lower()]
+        return self.ray_accelerator_type.get("*")
 
     def matches_name(self, reported: str) -> bool:
         """True when a tool's product name matches one of this SKU's patterns (shell globs, any case)."""

@@ -136,6 +136,8 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
                 "host_arch": list(sku.host_arch),
                 "driver_min": _v(sku.driver_min),
                 "driver_floor": _v(driver_floor(rt.driver, sku)),
+                "ray_accelerator_type": dict(sku.ray_accelerator_type) or None,
+                "no_ray_accelerator_type": sku.no_ray_accelerator_type or None,
             }
             for sku in skus
         ],

@@ -34,6 +34,7 @@ Json = dict[str, Any]
 ID = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 VERSION = r"^[0-9][0-9A-Za-z]*(?:[.+_-][0-9A-Za-z]+)*$"
 PCI_ID = r"^0x[0-9a-f]{4}$"
+RAY_ACCELERATOR_TYPE = r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"  # a Ray/Kubernetes label value
 ENV_VAR = r"^[A-Z][A-Z0-9_]*$"
 TOOL = r"^[a-z0-9][a-z0-9_.-]*$"
 DEVICE_NODE = r"^/dev/[A-Za-z0-9_*?/\[\]-]+$"
@@ -268,11 +269,38 @@ def _sku() -> Json:
                 TEXT_LINE,
                 "one line of text",
             ),
+            "ray_accelerator_type": _ray_accelerator_type(),
+            "no_ray_accelerator_type": _string(
+                "Why Ray reports no accelerator type for this SKU (or why the one it reports is not known).",
+                TEXT_LINE,
+                "one line of text",
+            ),
             "sources": _sources(),
             "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
         },
         required=("family", "name", "arch"),
     )
+
+
+def _ray_accelerator_type() -> Json:
+    """A Ray accelerator type: one for the whole SKU, or one per PCI device id (Ray names AMD GPUs by device id)."""
+    name = {"type": "string", "pattern": RAY_ACCELERATOR_TYPE, "x-hint": "a Ray accelerator type such as H100"}
+    return {
+        "description": (
+            "The accelerator type Ray reports for this SKU (its accelerator_type:* resource and the "
+            "ray.io/accelerator-type label): one name, or a table of PCI device id -> name where Ray names types by "
+            "device id; a device id left out gets none from Ray."
+        ),
+        "oneOf": [
+            name,
+            {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": {"pattern": PCI_ID},
+                "additionalProperties": name,
+            },
+        ],
+    }
 
 
 def _image() -> Json:

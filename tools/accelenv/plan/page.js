@@ -170,7 +170,7 @@ function pick(id) {
   select.value = sku.id;
   document.body.dataset.sku = sku.id;
   document.getElementById("pick-name").textContent = sku.name;
-  document.getElementById("pick-meta").textContent = [sku.arch, sku.pci.join(", "), sku.driver_min ? `needs driver >= ${sku.driver_min}` : ""].filter(Boolean).join(" \u00b7 ");
+  document.getElementById("pick-meta").textContent = [sku.arch, sku.pci.join(", "), sku.driver_min ? `needs driver >= ${sku.driver_min}` : "", sku.ray ? `Ray: ${[...new Set(Object.values(sku.ray))].join(" / ")}` : ""].filter(Boolean).join(" \u00b7 ");
   const body = document.querySelector("#result tbody");
   body.replaceChildren();
   for (const row of sku.envs) {

@@ -239,6 +239,7 @@ def page_data(matrix: Matrix, locks: Mapping[str, LockState] | None) -> dict[str
                 "arch": sku.arch,
                 "pci": list(sku.pci_device_ids),
                 "driver_min": str(sku.driver_min) if sku.driver_min else None,
+                "ray": dict(sku.ray_accelerator_type) or None,
                 "envs": rows,
                 "recommended": recommended(preferred[sku.family], {r["env"]: r["status"] for r in rows}),
             }

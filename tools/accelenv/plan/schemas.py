@@ -88,6 +88,18 @@ def inspect_schema() -> Json:
                 "Facts more than one source gives (driver_version), each source's value: source -> value.",
                 {"type": "object", "additionalProperties": {"type": "string"}},
             ),
+            "ray": _obj(
+                "What Ray should report for this family on this host, from the matrix (inspect --json only).",
+                {
+                    "resource": _nullable("string", "The resource Ray counts: GPU, TPU, neuron_cores, HPU."),
+                    "accelerator_type": _nullable(
+                        "string", "The accelerator type Ray reports for the first device's SKU; null: none."
+                    ),
+                    "known": {"type": "boolean", "description": "False when the matrix does not know Ray's name."},
+                    "sku": _nullable("string", "The SKU of the first device (Ray names a node after it)."),
+                    "why": {"type": "string", "description": "Why the type is none or not known."},
+                },
+            ),
         },
         required=(
             "family",
@@ -250,7 +262,14 @@ def cluster_schema() -> Json:
             "ray_count": {"type": ["number", "null"], "description": "Ray's resource count (GPU, TPU, ...)."},
             "ray_types": {"type": "array", "items": {"type": "string"}, "description": "accelerator_type:* names."},
             "problems": {"type": "array", "items": {"type": "string"}, "description": "Ray's view vs the node's."},
-            "checks": {"type": "array", "description": "The node's checks, as in check --json."},
+            "checks": {
+                "type": "array",
+                "description": (
+                    "The node's checks, as in check --json, then Ray's view of the node: ray.accelerator_type "
+                    "(Ray's accelerator_type:* resource and ray.io/accelerator-type label against the node's SKU) "
+                    "and ray.labels (the accelenv labels the node started with against what it is now)."
+                ),
+            },
             "seconds": {"type": "number", "description": "Time the node's check took."},
             "signature": {
                 "type": "array",

@@ -1,0 +1,92 @@
+"""The edge of `accelenv labels`: which family a host is, the checks whose verdicts become labels, the NVLink
+fabric (one more `nvidia-smi -q` on NVIDIA hosts), and what the cloud's metadata server says when asked. The label
+set itself is `check.labels`, pure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from accelenv.check.checks import check
+from accelenv.check.labels import LabelSet, node_labels
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from accelenv.host.fabric import NvlinkDomain
+    from accelenv.host.report import HostReport
+    from accelenv.host.run import Runner
+    from accelenv.matrix.model import Environment, Matrix
+
+# GCE metadata keys (under computeMetadata/v1/) -> label names; the values are paths whose last part is the name
+METADATA_KEYS = {"instance/machine-type": "instance-type", "instance/zone": "zone"}
+# on a Cloud TPU VM, where Ray 2.60 (tpu.py) reads the slice name and worker id when TPU_NAME/TPU_WORKER_ID are unset
+TPU_METADATA_KEYS = {
+    "instance/attributes/instance-id": "tpu-slice",
+    "instance/attributes/agent-worker-number": "tpu-worker-id",
+}
+
+
+def host_family(matrix: Matrix, report: HostReport) -> str:
+    """The accelerator family of the host: the first one with devices, in matrix order; else cpu."""
+    for family in matrix.families:
+        acc = report.accelerator(family)
+        if acc is not None and acc.devices:
+            return family
+    return "cpu" if "cpu" in matrix.families else next(iter(matrix.families))
+
+
+def environments(matrix: Matrix, family: str, chosen: Sequence[Environment]) -> list[Environment]:
+    """The environments asked for, or the family's own."""
+    return list(chosen) or [e for e in matrix.envs.values() if e.family == family]
+
+
+def fabric_domain(report: HostReport, runner: Runner | None) -> tuple[NvlinkDomain | None, str | None]:
+    """The host's multi-node NVLink domain and, when it could not be read, why. A snapshot answers from its raw
+    `nvidia-smi -q` output when it has one; a live host runs the tool (`runner`)."""
+    from accelenv.host.fabric import ARGS, RAW_KEY, nvlink_domain, parse_fabric
+    from accelenv.host.facts import ParseError
+
+    result = report.raw.get(RAW_KEY)
+    if result is None and runner is not None:
+        result = runner.run(["nvidia-smi", *ARGS])
+    if result is None:
+        return None, "no nvidia-smi -q output (a snapshot without it)"
+    if not result.ok:
+        return None, result.fault or f"nvidia-smi -q exited with {result.returncode}"
+    try:
+        return nvlink_domain(parse_fabric(result.stdout)), None
+    except ParseError as error:
+        return None, str(error)
+
+
+def cloud_metadata(fetch: Callable[[str], str | None], *, tpu: bool = False) -> dict[str, str]:
+    """What the metadata server says about placement: instance type and zone (the last part of each path), and on
+    a TPU host the slice name and worker id."""
+    found = {}
+    for key, name in (METADATA_KEYS | (TPU_METADATA_KEYS if tpu else {})).items():
+        value = fetch(key)
+        if value:
+            found[name] = value.strip().rsplit("/", 1)[-1][:200]
+    return found
+
+
+def labels_for(
+    matrix: Matrix,
+    report: HostReport,
+    chosen: Sequence[Environment] = (),
+    *,
+    runner: Runner | None = None,
+    fabric: bool = True,
+    metadata: dict[str, str] | None = None,
+) -> tuple[LabelSet, list[str]]:
+    """The node's label set from the findings `check` returns for each environment, and notes on what could not
+    be read (the fabric of an NVIDIA host)."""
+    family = host_family(matrix, report)
+    verdicts = {env.id: check(matrix, env, report) for env in environments(matrix, family, chosen)}
+    notes: list[str] = []
+    domain = None
+    if fabric and family == "nvidia":
+        domain, why = fabric_domain(report, runner)
+        if why:
+            notes.append(f"NVLink fabric not read: {why}")
+    return node_labels(report, verdicts, family=family, nvlink=domain, metadata=metadata), notes
