@@ -24,7 +24,7 @@ from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import describe as _describe
 from accelenv.host.probes._text import excerpt as _excerpt
 from accelenv.host.probes._text import load_json as _load_json
-from accelenv.host.probes._text import product_name
+from accelenv.host.probes._text import placeholder, product_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -293,7 +293,7 @@ def _text(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
     text = str(value).strip()
-    return None if text.lower() in _NOT_AVAILABLE else text
+    return None if text.lower() in _NOT_AVAILABLE or placeholder(text) else text
 
 
 def _as_int(value: object, where: str) -> int:

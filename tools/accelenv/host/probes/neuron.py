@@ -76,7 +76,7 @@ def parse_neuron_ls_json(text: str, notes: list[str] | None = None) -> tuple[Dev
         try:
             if not isinstance(entry, Mapping):
                 raise ParseError(f"{what}: expected an object for device entry {position}, found {_describe(entry)}")
-            devices.append(_device(entry, f"{what}: device entry {position}", notes))
+            devices.append(_device(entry, f"{what}: device entry {position}", position, notes))
         except ParseError as error:
             if notes is None:
                 raise
@@ -84,7 +84,7 @@ def parse_neuron_ls_json(text: str, notes: list[str] | None = None) -> tuple[Dev
     return tuple(devices)
 
 
-def _device(entry: Mapping[str, object], where: str, notes: list[str] | None) -> DeviceFacts:
+def _device(entry: Mapping[str, object], where: str, position: int, notes: list[str] | None) -> DeviceFacts:
     def whole(key: str) -> int | None:
         try:
             return _whole(entry.get(key), f"{where}: '{key}'")
@@ -106,9 +106,15 @@ def _device(entry: Mapping[str, object], where: str, notes: list[str] | None) ->
     if "neuron_device" not in entry:
         keys = ", ".join(sorted(str(k) for k in entry)[:5]) or "none"
         raise ParseError(f"{where}: expected a 'neuron_device' number, found the keys: {keys}")
-    index = _whole(entry["neuron_device"], f"{where}: 'neuron_device'")
-    if index is None:
-        raise ParseError(f"{where}: 'neuron_device': expected a whole number, found null")
+    try:
+        index = _whole(entry["neuron_device"], f"{where}: 'neuron_device'")
+        if index is None:
+            raise ParseError(f"{where}: 'neuron_device': expected a whole number, found null")
+    except ParseError as error:
+        if notes is None:
+            raise
+        notes.append(f"{error}; the entry's position is its index")
+        index = position
     extra: dict[str, str] = {}
     for key in ("nc_count", "logical_neuroncore_config"):
         number = whole(key)

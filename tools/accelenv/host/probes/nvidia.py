@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
 from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
-from accelenv.host.probes._text import product_name
+from accelenv.host.probes._text import placeholder, product_name
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
@@ -320,9 +320,7 @@ def _value(raw: str | None) -> str | None:
     if raw is None:
         return None
     value = raw.strip()
-    if not value or value == "N/A" or (value.startswith("[") and value.endswith("]")):
-        return None
-    return value
+    return None if placeholder(value) else value
 
 
 def _arch(what: str, compute_cap: str | None) -> str | None:
