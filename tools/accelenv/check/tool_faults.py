@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from accelenv.host.report import Accelerator, HostReport
     from accelenv.matrix import Family
 
-_MISMATCH = re.compile(r"[^\n]{0,120}Driver/library version mismatch[^\n]{0,80}", re.IGNORECASE)
+_MISMATCH = re.compile(r"(?:[A-Za-z ]{0,40}NVML: )?Driver/library version mismatch", re.IGNORECASE)
 _LIBRARY_VERSION = re.compile(r"NVML library version:\s*([0-9][0-9.]{0,30})", re.IGNORECASE)
 # NVIDIA's modules, in the order they unload (each one holds the next); nvidia_peermem, where loaded, goes first
 NVIDIA_MODULES = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia")
