@@ -123,7 +123,7 @@ def _device(row: dict[str, str], position: int, where: str, notes: list[str] | N
         name=name,
         arch=arch_from_model(name),
         memory_mib=memory_mib,
-        pci_bus_id=None if bus_id is not None and pci_bus_id is None else pci_bus_id,
+        pci_bus_id=pci_bus_id,
         uuid=_value(row.get("uuid")),
         extra=extra,
     )
