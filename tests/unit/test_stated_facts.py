@@ -5,6 +5,7 @@ MIG, Windows line endings). Captures: tests/unit/data/captures (its SOURCES.md) 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,7 @@ from reference import REFERENCE_MATRIX
 
 from accelenv.check.checks import check
 from accelenv.check.verdict import Status
-from accelenv.host.discover import discover
+from accelenv.host.discover import discover, match_sku
 from accelenv.host.probes import amd, nvidia, tpu
 from accelenv.host.probes.nvidia import QUERY_FIELDS
 from accelenv.host.report import HostReport, PythonInfo
@@ -249,3 +250,19 @@ def test_windows_line_endings_read_as_unix_ones() -> None:
     unix = (DATA / "topo" / "h20-nv18-8nic.txt").read_text(encoding="utf-8")
     assert "\r\n" in topo
     assert parse_nvidia_topo(topo) == parse_nvidia_topo(unix)
+
+
+# ---- class 5: a PCI id two SKUs share is settled by the name the tool printed -------------------------------------
+
+
+def test_an_ambiguous_pci_id_is_settled_by_the_product_name(matrix: Matrix) -> None:
+    h100, h200 = matrix.skus["h100-sxm"], matrix.skus["h200"]
+    shared = dataclasses.replace(h200, pci_device_ids=(*h200.pci_device_ids, *h100.pci_device_ids))
+    twins = dataclasses.replace(matrix, skus={**matrix.skus, "h200": shared})
+    assert match_sku(twins, "nvidia", pci_device_id="0x2330", name="NVIDIA H200") == "h200"
+    assert match_sku(twins, "nvidia", pci_device_id="0x2330", name="NVIDIA H100 80GB HBM3") == "h100-sxm"
+    assert match_sku(twins, "nvidia", pci_device_id="0x2330", name=None) == "h100-sxm"  # the first, as before
+    assert match_sku(matrix, "nvidia", pci_device_id="0x9999", name="NVIDIA H200") == "h200"  # an unknown id
+    assert match_sku(matrix, "neuron", pci_device_id="0x7fff", name=None, stated="trn2") == "trn2"
+    assert match_sku(matrix, "neuron", pci_device_id="0x7164", name=None, stated="trn2") == "trn1"  # the id wins
+    assert match_sku(matrix, "neuron", pci_device_id=None, name=None, stated="h200") is None  # not that family's
