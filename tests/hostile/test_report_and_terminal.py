@@ -89,7 +89,7 @@ def test_control_characters_in_a_sysfs_file_do_not_reach_the_terminal(tmp_path: 
 
 def test_control_characters_in_a_tool_fault_do_not_reach_the_terminal(tmp_path: Path, matrix: Path) -> None:
     bin_dir = tmp_path / "bin"
-    escapes = ESCAPES.replace("\r", "").replace(chr(0x9B), "")  # a fault keeps the last line: no \r to split it
+    escapes = ESCAPES.replace("\r", "").replace(chr(0x9B), "")  # a fault keeps one line: no \r to split it
     tool(bin_dir, "nvidia-smi", f"printf 'boom{escapes}\\n' >&2; exit 3")
     root = make_root(tmp_path / "root")
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}

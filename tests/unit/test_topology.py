@@ -237,18 +237,6 @@ BAD_OUTPUTS = [
         ),
     ),
     (
-        ROWS.replace("NV4\t X", "NV\t X"),
-        "nvidia-smi topo -m: row GPU1, column GPU0: expected NV#, PIX, PXB, PHB, NODE or SYS, found 'NV'",
-    ),
-    (
-        ROWS.replace("NV4\t0-7", "NV0\t0-7"),
-        "nvidia-smi topo -m: row GPU0, column GPU1: expected NV#, PIX, PXB, PHB, NODE or SYS, found 'NV0'",
-    ),
-    (
-        ROWS.replace("NV4\t0-7", "X\t0-7"),
-        "nvidia-smi topo -m: row GPU0, column GPU1: expected NV#, PIX, PXB, PHB, NODE or SYS, found 'X'",
-    ),
-    (
         ROWS.replace("GPU0\t X ", "GPU0\tSYS"),
         "nvidia-smi topo -m: row GPU0, column GPU0: expected X on the diagonal, found 'SYS'",
     ),
@@ -266,6 +254,42 @@ BAD_OUTPUTS = [
     ),
     ("\tGPU0\tGPU0\n", "nvidia-smi topo -m: a device column is named twice in the header 'GPU0 GPU0'"),
 ]
+
+
+UNKNOWN_CELLS = [
+    (
+        ROWS.replace("NV4\t X", "NV\t X"),
+        ("GPU1", "GPU0"),
+        "nvidia-smi topo -m: row GPU1, column GPU0: expected NV#, PIX, PXB, PHB, NODE or SYS, found 'NV'",
+    ),
+    (
+        ROWS.replace("NV4\t0-7", "NV0\t0-7"),
+        ("GPU0", "GPU1"),
+        "nvidia-smi topo -m: row GPU0, column GPU1: expected NV#, PIX, PXB, PHB, NODE or SYS, found 'NV0'",
+    ),
+    (
+        ROWS.replace("NV4\t0-7", "X\t0-7"),
+        ("GPU0", "GPU1"),
+        "nvidia-smi topo -m: row GPU0, column GPU1: expected NV#, PIX, PXB, PHB, NODE or SYS, found 'X'",
+    ),
+    (
+        ROWS.replace("NV4\t0-7", "\t0-7"),
+        ("GPU0", "GPU1"),
+        "nvidia-smi topo -m: row GPU0, column GPU1: expected NV#, PIX, PXB, PHB, NODE or SYS, found empty output",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "pair", "message"), UNKNOWN_CELLS)
+def test_an_unreadable_cell_costs_that_link_only(text: str, pair: tuple[str, str], message: str) -> None:
+    topology = parse_nvidia_topo(text)
+    assert pair not in topology.links
+    other = (pair[1], pair[0])
+    assert topology.links[other] == Link(kind="NV", nvlinks=4)
+    assert topology.cpu_affinity == {"GPU0": "0-7", "GPU1": "0-7"}
+    assert topology.notes == (f"{message}; that link is unknown",)
+    assert not all_pairs_nvlink(topology)  # a pair not known to be NVLink is not counted as one
+    assert min_nvlinks(topology) == 0
 
 
 @pytest.mark.parametrize(("text", "message"), BAD_OUTPUTS, ids=[f"bad-{i}" for i in range(len(BAD_OUTPUTS))])

@@ -407,7 +407,7 @@ STATIC_JSON_ROCM60 = json.dumps(
 )
 NAVI21 = DeviceFacts(
     index=0,
-    name="0x73bf",  # amd-smi 6.0 printed the device id where it had no market name
+    name=None,  # amd-smi 6.0 printed the device id (0x73bf) where it had no market name: not a product name
     memory_mib=16368,
     pci_bus_id="0000:23:00.0",
     pci_device_id="0x73bf",

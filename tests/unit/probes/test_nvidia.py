@@ -202,7 +202,14 @@ def test_bus_id_normalised(bus_id: str, normalised: str) -> None:
 
 @pytest.mark.parametrize(
     ("pci_id", "device_id"),
-    [("0x233010DE", "0x2330"), ("0x1E8110DE", "0x1e81"), ("20B210DE", "0x20b2"), ("000000DE", None)],
+    [
+        ("0x233010DE", "0x2330"),
+        ("0x1E8110DE", "0x1e81"),
+        ("20B210DE", "0x20b2"),
+        ("000000DE", None),
+        ("0x2330", "0x2330"),  # the device id alone, 4 digits
+        ("0x20B2", "0x20b2"),
+    ],
 )
 def test_pci_device_id(pci_id: str, device_id: str | None) -> None:
     (device,) = nvidia.parse_query_gpu(pci_id, ["pci.device_id"])
@@ -234,7 +241,7 @@ LINE_1 = f"{Q}, GPU line 1"
         ("9", ["compute_cap"], f"{LINE_1}: expected compute_cap like '9.0', found '9'"),
         ("80 GiB", ["memory.total"], f"{LINE_1}: expected memory in MiB like '81559' or '81559 MiB', found '80 GiB'"),
         ("17:00.0", ["pci.bus_id"], f"{LINE_1}: expected a PCI bus id like '00000000:17:00.0', found '17:00.0'"),
-        ("0x2330", ["pci.device_id"], f"{LINE_1}: expected a PCI id like '0x233010DE', found '0x2330'"),
+        ("0x23301", ["pci.device_id"], f"{LINE_1}: expected a PCI id like '0x233010DE' or '0x2330', found '0x23301'"),
         ("0", ["index", "INDEX"], f"{Q}: expected distinct field names, got ['index', 'INDEX']"),
     ],
 )  # fmt: skip

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.check.tool_faults import tool_faults
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.report import PASSTHROUGH_DRIVERS
 from accelenv.matrix.driver_branches import below_floor
@@ -66,6 +67,7 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
         findings.append(_cpu_arch(matrix, env, report))
     else:
         findings += list(_accelerator_checks(matrix, env, family, runtime=runtime, acc=accelerator, report=report))
+        findings += list(tool_faults(family, accelerator, report))
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv.host.pci import PCI_DEVICES, device_nodes, module_versions, scan_pci
-from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView, followups
+from accelenv.host.probes import STATED_SKU, FamilyProbe, ProbeContext, ToolView, followups
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
 from accelenv.host.report import PASSTHROUGH_DRIVERS, Accelerator, Device, HostReport, PciDevice, PythonInfo
@@ -191,12 +191,18 @@ def _accelerator(
         source = "pci" if pci else "none"
     sources = {fact: dict(said) for fact, said in view.sources.items()}
     module = family.kernel_modules[0] if family.kernel_modules else None
+    driver_version = view.driver_version
     if module is not None and modules.get(module) and (sources or view.driver_version):
         # the loaded module's own version: what a tool built for another driver release cannot change
         sources.setdefault("driver_version", {})[f"kernel module {module}"] = str(modules[module])
+    elif module is not None and modules.get(module) and driver_version is None:
+        # the tools failed and no file of theirs says: the loaded module's version is the driver's, and the report
+        # names it as the one source (/sys/module/<module>/version)
+        driver_version = str(modules[module])
+        sources["driver_version"] = {f"kernel module {module}": driver_version}
     return Accelerator(
         family=family.id,
-        driver_version=view.driver_version,
+        driver_version=driver_version,
         runtime_version=view.runtime_version,
         devices=devices,
         source=source,
@@ -206,28 +212,41 @@ def _accelerator(
         device_nodes=device_nodes(root, family),
         shadowed_by=shadow[0] if shadow else None,
         extra={**view.extra, **({"tools": ",".join(sorted(k for k, r in results.items() if r.ok))} if results else {})},
-        sources={fact: said for fact, said in sources.items() if len(said) > 1},
+        # one source is named only when it is the kernel module: the driver version then came from nothing else
+        sources={
+            fact: said for fact, said in sources.items() if len(said) > 1 or set(said) == {f"kernel module {module}"}
+        },
     )
 
 
-def match_sku(matrix: Matrix, family: str, *, pci_device_id: str | None, name: str | None) -> str | None:
-    """The matrix SKU a device is: by PCI device id first (exact), then by product-name pattern."""
-    if pci_device_id:
-        for sku in matrix.skus.values():
-            if sku.family == family and pci_device_id.lower() in sku.pci_device_ids:
-                return sku.id
+def match_sku(
+    matrix: Matrix, family: str, *, pci_device_id: str | None, name: str | None, stated: str | None = None
+) -> str | None:
+    """The matrix SKU a device is: by PCI device id first (exact); when the id is unknown or names several SKUs,
+    by the product name the tool printed, then by `stated`, the SKU the tool's own words imply (neuron-ls's
+    instance type), when it is one of the candidates."""
+    by_id = [
+        sku
+        for sku in matrix.skus.values()
+        if sku.family == family and pci_device_id and pci_device_id.lower() in sku.pci_device_ids
+    ]
+    if len(by_id) == 1:
+        return by_id[0].id
+    candidates = by_id or [sku for sku in matrix.skus.values() if sku.family == family]
     if name:
-        for sku in matrix.skus.values():
-            if sku.family == family and sku.matches_name(name):
+        for sku in candidates:
+            if sku.matches_name(name):
                 return sku.id
-    return None
+    if stated is not None and any(sku.id == stated for sku in candidates):
+        return stated
+    return by_id[0].id if by_id else None
 
 
 def _from_tool(matrix: Matrix, family: str, facts: DeviceFacts, pci: list[PciDevice]) -> Device:
     device_id = facts.pci_device_id
     if device_id is None and facts.pci_bus_id:
         device_id = next((p.device_id for p in pci if p.address == facts.pci_bus_id.lower()), None)
-    sku = match_sku(matrix, family, pci_device_id=device_id, name=facts.name)
+    sku = match_sku(matrix, family, pci_device_id=device_id, name=facts.name, stated=facts.extra.get(STATED_SKU))
     arch = facts.arch or (matrix.skus[sku].arch if sku else None)
     return Device(
         index=facts.index,

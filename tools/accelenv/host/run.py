@@ -129,8 +129,8 @@ class ToolRunner:
             return result(None, out, err, f"{argv[0]} did not finish within {self.timeout:g} s")
         code = proc.returncode
         if code != 0:
-            detail = (err or out).strip().splitlines()
-            reason = f": {detail[-1][:200]}" if detail else ""
+            cause = cause_line(err) or cause_line(out)
+            reason = f": {cause}" if cause else ""
             return result(code, out, err, f"{argv[0]} exited with status {code}{reason}")
         return result(0, out, err, None)
 
@@ -144,6 +144,20 @@ class ToolRunner:
 
         with ThreadPoolExecutor(max_workers=min(8, len(commands))) as pool:
             return list(pool.map(self.run, commands))
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def cause_line(text: str) -> str | None:
+    """The line of a failing tool's output that says why: the first line with words in it (nvidia-smi prints the
+    cause first, `Failed to initialize NVML: Driver/library version mismatch`, then `NVML library version: 580.126`),
+    except after a Python traceback (amd-smi, tpu-info), whose cause is its last line. At most 200 characters."""
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if any(c.isalnum() for c in line)]
+    if not lines:
+        return None
+    return (lines[-1] if _TRACEBACK in text else lines[0])[:200]
 
 
 def _text(data: bytes) -> str:

@@ -20,7 +20,7 @@ from accelenv.host.facts import ParseError
 from accelenv.host.probes._text import excerpt
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from accelenv.host.root import Root
 
@@ -44,6 +44,7 @@ _LABEL = re.compile(r"(?:GPU|NIC)\d{1,4}")
 _NVLINK = re.compile(r"NV(\d{1,3})")
 _NIC_LEGEND = re.compile(r"\s*(NIC\d+):\s*(\S+)\s*")
 _LEGEND = re.compile(r"\s*(?:NIC\s+)?Legend:", re.IGNORECASE)
+_STOP_LABEL = re.compile(r"(?<!\S)(?:GPU|NIC)\d{1,4}|(?<!\S)(?:CPU Affinity|NUMA Affinity|GPU NUMA ID)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,33 +72,48 @@ class GpuTopology:
 
     gpus: tuple[str, ...]  # GPU0, GPU1 ... in matrix order
     nics: tuple[Nic, ...]
-    links: Mapping[tuple[str, str], Link]  # every ordered pair of distinct GPUs: (row, column) -> the cell
+    links: Mapping[tuple[str, str], Link]  # ordered pairs of distinct GPUs whose cell could be read -> the cell
     nic_links: Mapping[tuple[str, str], Link]  # (GPU, NIC name) -> the cell in the GPU's row
     cpu_affinity: Mapping[str, str | None]
     numa_affinity: Mapping[str, str | None]
     gpu_numa_id: Mapping[str, str | None]
+    notes: tuple[str, ...] = ()  # cells that could not be read (each costs that one fact)
 
     def link(self, a: str, b: str) -> Link | None:
         return self.links.get((a, b))
 
+    @property
+    def complete(self) -> bool:
+        """Every ordered pair of GPUs has a readable cell."""
+        return len(self.links) == len(self.gpus) * (len(self.gpus) - 1)
+
 
 def all_pairs_nvlink(topology: GpuTopology) -> bool:
-    """Every pair of GPUs is joined by NVLink (directly or through NVSwitch). False with fewer than two GPUs: there is
-    no NVLink to rely on."""
-    return len(topology.gpus) >= 2 and all(link.kind == "NV" for link in topology.links.values())
+    """Every pair of GPUs is joined by NVLink (directly or through NVSwitch). False with fewer than two GPUs (there is
+    no NVLink to rely on) and when a pair's cell could not be read (it is not known to be NVLink)."""
+    links = topology.links.values()
+    return len(topology.gpus) >= 2 and topology.complete and all(link.kind == "NV" for link in links)
 
 
 def min_nvlinks(topology: GpuTopology) -> int:
-    """The fewest bonded NVLinks between any two GPUs: 0 when a pair has none or there is no pair."""
+    """The fewest bonded NVLinks between any two GPUs: 0 when a pair has none, its cell could not be read, or there
+    is no pair."""
+    if not topology.complete:
+        return 0
     return min((link.nvlinks for link in topology.links.values()), default=0)
 
 
 def parse_nvidia_topo(text: str) -> GpuTopology:
-    """Read `nvidia-smi topo -m` (tab- or space-separated; lines before the matrix and the legends after it are
-    skipped, the NIC legend names each NICn). Header labels printed fused (`NIC11NIC12`, on hosts with 10+ NICs)
-    are split. Every device column needs its row, every cell a known link, and the diagonal X, so output cut short
-    is refused rather than read as a smaller machine."""
-    lines = _ANSI.sub("", text).splitlines()
+    """Read `nvidia-smi topo -m` (lines before the matrix and the legends after it are skipped, the NIC legend names
+    each NICn). Header labels printed fused (`NIC11NIC12`, on hosts with 10+ NICs) are split.
+
+    Columns are read by the tab structure nvidia-smi prints (one tab between cells, two after NUMA Affinity), so an
+    empty cell (CPU Affinity on some multi-socket nodes) is an empty cell, never a shift of every later column. A
+    capture whose tabs became spaces at 8-column stops is read by those stops; only output whose whitespace was
+    collapsed is split on runs of whitespace. Every device column needs its row and the diagonal X, so output cut
+    short is refused rather than read as a smaller machine; a cell that is empty or unknown costs that link only
+    (it is left out of `links`, and `notes` says why)."""
+    lines = [line.rstrip("\r") for line in _ANSI.sub("", text).splitlines()]
     start = next((i for i, line in enumerate(lines) if _is_header(line)), None)
     if start is None:
         raise ParseError(f"{WHAT}: expected a matrix header naming GPU0, found {excerpt(text)}")
@@ -114,21 +130,30 @@ def parse_nvidia_topo(text: str) -> GpuTopology:
     if missing:
         raise ParseError(f"{WHAT}: no matrix row for {', '.join(missing)} (output cut short?)")
 
+    split = _splitter(lines[start])
     cells: dict[tuple[str, str], Link] = {}
     values: dict[str, dict[str, str | None]] = {column: {} for column in AFFINITY_COLUMNS}
+    notes: list[str] = []
     for row in devices:
-        tokens = rows[row]
-        if not len(devices) <= len(tokens) <= len(devices) + len(extras):
+        tokens = split(rows[row])[1:]
+        affinity = _affinity_cells(tokens[len(devices) :], extras)
+        if len(tokens) < len(devices) or affinity is None:
             raise ParseError(
                 f"{WHAT}: row {row}: expected {len(devices)} cells (one per device column) then at most "
                 f"{len(extras)} affinity values, found {len(tokens)}: {excerpt(' '.join(tokens))}"
             )
         for column, cell in zip(devices, tokens, strict=False):
-            link = _cell(row, column, cell)
+            try:
+                link = _cell(row, column, cell)
+            except ParseError as error:
+                if row == column:
+                    raise
+                notes.append(f"{error}; that link is unknown")
+                continue
             if link is not None:
                 cells[(row, column)] = link
-        for column, value in zip(extras, tokens[len(devices) :], strict=False):
-            values[column][row] = None if value == "N/A" else value
+        for column, value in zip(extras, affinity, strict=False):
+            values[column][row] = None if value in ("", "N/A") else value
 
     gpus = tuple(device for device in devices if _GPU_LABEL.fullmatch(device))
     legend = {match[1]: match[2] for line in lines[end:] if (match := _NIC_LEGEND.fullmatch(line))}
@@ -140,12 +165,52 @@ def parse_nvidia_topo(text: str) -> GpuTopology:
     return GpuTopology(
         gpus=gpus,
         nics=nics,
-        links={(a, b): cells[(a, b)] for a in gpus for b in gpus if a != b},
-        nic_links={(gpu, nic.name): cells[(gpu, nic.name)] for gpu in gpus for nic in nics},
+        links={(a, b): cells[(a, b)] for a in gpus for b in gpus if a != b and (a, b) in cells},
+        nic_links={(gpu, nic.name): cells[(gpu, nic.name)] for gpu in gpus for nic in nics if (gpu, nic.name) in cells},
         cpu_affinity={gpu: values["CPU Affinity"].get(gpu) for gpu in gpus},
         numa_affinity={gpu: values["NUMA Affinity"].get(gpu) for gpu in gpus},
         gpu_numa_id={gpu: values["GPU NUMA ID"].get(gpu) for gpu in gpus},
+        notes=tuple(notes),
     )
+
+
+def _splitter(header: str) -> Callable[[str], list[str]]:
+    """How this capture's rows split into cells: by tabs when the header has them; by 8-column tab stops when the
+    tabs became spaces (every header label starts on a stop); else on runs of whitespace."""
+    if "\t" in header:
+        return lambda line: [cell.strip() for cell in line.split("\t")]
+    labels = list(_STOP_LABEL.finditer(header))
+    if labels and header[:1] == " " and all(label.start() % 8 == 0 for label in labels):
+        return lambda line: [cell.strip() for cell in _retabbed(line).split("\t")]
+    return str.split
+
+
+def _retabbed(line: str) -> str:
+    """A line whose tabs were expanded to 8-column stops, with its tabs back: a run of spaces that reaches k stops
+    was k tabs (and the spaces after the last stop lead the next cell, as in nvidia-smi's ` X `)."""
+    out: list[str] = []
+    position = 0
+    for match in re.finditer(r" +", line):
+        begin, end = match.span()
+        out.append(line[position:begin])
+        stops = end // 8 - begin // 8
+        out.append("\t" * stops + " " * (end - (end // 8) * 8) if stops else line[begin:end])
+        position = end
+    out.append(line[position:])
+    return "".join(out)
+
+
+def _affinity_cells(cells: list[str], extras: Sequence[str]) -> list[str] | None:
+    """The affinity values of a row, one per affinity column: nvidia-smi pads NUMA Affinity with a second tab, and a
+    line may end in tabs. None when more values are left than there are columns."""
+    cells = list(cells)
+    while len(cells) > len(extras) and cells and cells[-1] == "":
+        cells.pop()
+    if "NUMA Affinity" in extras:
+        padding = extras.index("NUMA Affinity") + 1
+        while len(cells) > len(extras) and padding < len(cells) and cells[padding] == "":
+            del cells[padding]
+    return cells if len(cells) <= len(extras) else None
 
 
 def _labels(token: str) -> list[str]:
@@ -159,9 +224,9 @@ def _is_header(line: str) -> bool:
     return bool(tokens) and tokens[0] == "GPU0" and "X" not in tokens
 
 
-def _rows(lines: Sequence[str], start: int, devices: Sequence[str]) -> tuple[dict[str, list[str]], int]:
-    """The matrix rows after the header, by label, and the index of the first line after the matrix."""
-    rows: dict[str, list[str]] = {}
+def _rows(lines: Sequence[str], start: int, devices: Sequence[str]) -> tuple[dict[str, str], int]:
+    """The matrix rows after the header (whole lines), by label, and the index of the first line after the matrix."""
+    rows: dict[str, str] = {}
     index = start + 1
     while index < len(lines):
         line = lines[index]
@@ -176,7 +241,7 @@ def _rows(lines: Sequence[str], start: int, devices: Sequence[str]) -> tuple[dic
         elif tokens[0] in rows:
             raise ParseError(f"{WHAT}: line {index + 1}: a second row for {tokens[0]}")
         else:
-            rows[tokens[0]] = tokens[1:]
+            rows[tokens[0]] = line
         index += 1
     return rows, index
 
@@ -337,11 +402,14 @@ def summary(root: Root, environ: Mapping[str, str], topo_text: str | None) -> di
         except ParseError as error:
             data["gpu_error"] = str(error)
         else:
-            data["gpu"] = {
+            gpu: dict[str, object] = {
                 "gpus": len(gpus.gpus),
                 "all_pairs_nvlink": all_pairs_nvlink(gpus),
                 "min_nvlinks": min_nvlinks(gpus),
                 "links": {f"{a}-{b}": link.label for (a, b), link in sorted(gpus.links.items()) if a < b},
                 "numa_affinity": dict(gpus.numa_affinity),
             }
+            if gpus.notes:
+                gpu["notes"] = list(gpus.notes)  # the cells that could not be read
+            data["gpu"] = gpu
     return data

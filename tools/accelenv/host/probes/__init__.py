@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from accelenv.host.run import ToolResult
 
 
+# DeviceFacts.extra key: the matrix SKU a tool's own words name (neuron-ls's instance type), used when the PCI id alone
+# does not identify the device
+STATED_SKU = "stated_sku"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProbeContext:
     """What a probe may look at besides its tools' output."""

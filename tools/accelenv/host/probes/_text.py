@@ -76,3 +76,33 @@ def bdf(value: str | None) -> str | None:
         return None
     domain, bus, device, function = match.groups()
     return f"{(domain or '0000').lower()}:{bus.lower()}:{device.lower()}.{function}"
+
+
+# What vendor tools print in a field they cannot fill: nvidia-smi's [N/A], [Not Supported], [Unknown Error] and
+# [Requested functionality has been deprecated]; amd-smi's and rocm-smi's N/A and "Unknown"; hl-smi's N/A.
+_PLACEHOLDERS = frozenset({"", "n/a", "na", "none", "null", "unknown", "not supported", "not available", "-", "--"})
+# A bare PCI id where a product name belongs: older rocm-smi fills "Card series"/"Card model" with the vendor id
+# (0x1002) or the device id (0x74a1); no product is called that.
+_BARE_HEX = re.compile(r"0x[0-9a-f]{1,8}", re.IGNORECASE)
+
+
+def placeholder(value: str | None) -> bool:
+    """Whether a tool's value says "no value": empty, N/A, [N/A], [Not Supported], [Unknown Error], Unknown ..."""
+    if value is None:
+        return True
+    text = value.strip()
+    if text.startswith("[") and text.endswith("]"):
+        return True
+    return text.casefold() in _PLACEHOLDERS
+
+
+def product_name(value: object) -> str | None:
+    """A product or model name as a tool printed it, or None when the field holds no name: a placeholder (see
+    `placeholder`), a bare PCI id (`0x1002`, `0x74a1`, `0x233010DE`), or text that is only digits and
+    punctuation. The one rule every family's name fields go through."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    if placeholder(text) or _BARE_HEX.fullmatch(text) or not any(c.isalpha() for c in text):
+        return None
+    return text

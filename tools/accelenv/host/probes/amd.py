@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
 from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
@@ -24,9 +24,14 @@ from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import describe as _describe
 from accelenv.host.probes._text import excerpt as _excerpt
 from accelenv.host.probes._text import load_json as _load_json
+from accelenv.host.probes._text import placeholder, product_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from accelenv.host.run import ToolResult
+
+T = TypeVar("T")
 
 FAMILY = "amd"
 _NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown", "not supported"})
@@ -70,7 +75,7 @@ def in_tree_kernel(reported: str | None) -> str | None:
     return value if _KERNEL_RELEASE.fullmatch(value) else None
 
 
-def parse_amd_smi_static_json(text: str) -> tuple[DeviceFacts, ...]:
+def parse_amd_smi_static_json(text: str, notes: list[str] | None = None) -> tuple[DeviceFacts, ...]:
     """GPUs from `amd-smi static --json`: a bare list (amd-smi < 26) or `{"gpu_data": [...]}` (newer); on a host
     with one GPU, ROCm 6.0's amd-smi prints that GPU's object alone (`{"gpu": 0, ...}`).
 
@@ -78,6 +83,13 @@ def parse_amd_smi_static_json(text: str) -> tuple[DeviceFacts, ...]:
     driver's fields `driver_name`/`driver_version` and the memory `vram_size_mb`; later releases `name`/`version`
     and `size`. Entries for CPUs (`{"cpu": 0, ...}`) are skipped. A driver version that is the kernel's (the
     in-tree driver) is not kept as one: its kernel release goes to `extra["driver_kernel"]`.
+
+    In a compute partition mode (CPX: one MI300X seen as 8 GPUs) each partition is its own entry with its own
+    `gpu` number, so the device count is the number of partitions; `extra` keeps `compute_partition` and
+    `memory_partition` (NPS4) when amd-smi prints them.
+
+    With `notes` None the first unreadable value raises ParseError; with a list an unreadable value costs that fact
+    only (None, the reason noted) and an entry that is not an object costs that entry only.
     """
     what = "amd-smi static --json"
     data = _load_json(text, what)
@@ -93,15 +105,20 @@ def parse_amd_smi_static_json(text: str) -> tuple[DeviceFacts, ...]:
     devices = []
     for position, entry in enumerate(data):
         if not isinstance(entry, Mapping):
-            raise ParseError(f"{what}: expected an object for GPU entry {position}, found {_describe(entry)}")
+            problem = f"{what}: expected an object for GPU entry {position}, found {_describe(entry)}"
+            if notes is None:
+                raise ParseError(problem)
+            notes.append(f"{problem}; that entry is left out")
+            continue
         if "gpu" not in entry and "cpu" in entry:
             continue
-        devices.append(_amd_smi_device(entry, f"{what}: GPU entry {position}"))
+        devices.append(_amd_smi_device(entry, f"{what}: GPU entry {position}", position, notes))
     return tuple(devices)
 
 
-def _amd_smi_device(entry: Mapping[str, object], where: str) -> DeviceFacts:
-    index = _as_int(entry.get("gpu"), f"{where}: 'gpu'")
+def _amd_smi_device(entry: Mapping[str, object], where: str, position: int, notes: list[str] | None) -> DeviceFacts:
+    index = _tolerant(notes, lambda: _as_int(entry.get("gpu"), f"{where}: 'gpu'"), "the entry's position is its index")
+    index = position if index is None else index
     asic = _section(entry, "asic")
     bus = _section(entry, "bus")
     vram = _section(entry, "vram")
@@ -117,11 +134,18 @@ def _amd_smi_device(entry: Mapping[str, object], where: str) -> DeviceFacts:
     elif (kernel := in_tree_kernel(reported)) is not None:
         extra["driver_kernel"] = kernel
     size_key = "size" if "size" in vram or "vram_size_mb" not in vram else "vram_size_mb"
+    partition = _section(entry, "partition")
+    for key in ("compute_partition", "memory_partition"):
+        mode = _text(_leaf(partition.get(key)))
+        if mode is not None:
+            extra[key] = mode
     return DeviceFacts(
         index=index,
-        name=_text(_leaf(asic.get("market_name"))),
+        name=product_name(_leaf(asic.get("market_name"))),
         arch=_gfx(target),
-        memory_mib=_mib(vram.get(size_key), default_unit="mb", where=f"{where}: 'vram.{size_key}'"),
+        memory_mib=_tolerant(
+            notes, lambda: _mib(vram.get(size_key), default_unit="mb", where=f"{where}: 'vram.{size_key}'")
+        ),
         pci_bus_id=_bdf(_text(_leaf(bus.get("bdf")))),
         pci_device_id=_device_id(_leaf(asic.get("device_id"))),
         extra=extra,
@@ -154,13 +178,14 @@ def parse_amd_smi_version(text: str) -> tuple[str | None, str | None]:
     return driver, rocm
 
 
-def parse_rocm_smi_json(text: str) -> ToolFacts:
+def parse_rocm_smi_json(text: str, notes: list[str] | None = None) -> ToolFacts:
     """Driver version and GPUs from `rocm-smi --json` (objects `card0`, `card1`, ... and `system`). Without
     `/sys/module/amdgpu/version` (the in-tree driver) rocm-smi prints uname's kernel release as the "Driver version"
     (rocm_smi_lib `rsmi_version_str_get`): that goes to `driver_kernel`, not `driver_version`.
 
     Key spellings moved between ROCm releases ("GPU ID" -> "Device ID", "Card series" -> "Card Series"), so keys
-    are matched without regard to case and the older spelling is the fallback.
+    are matched without regard to case and the older spelling is the fallback. `notes` as for
+    `parse_amd_smi_static_json`.
     """
     what = "rocm-smi --json"
     data = _load_json(text, what)
@@ -172,14 +197,18 @@ def parse_rocm_smi_json(text: str) -> ToolFacts:
         if match is None:
             continue
         if not isinstance(value, Mapping):
-            raise ParseError(f"{what}: expected an object for '{key}', found {_describe(value)}")
+            problem = f"{what}: expected an object for '{key}', found {_describe(value)}"
+            if notes is None:
+                raise ParseError(problem)
+            notes.append(f"{problem}; that card is left out")
+            continue
         cards.append((int(match.group(1)), value))
     system = data.get("system")
     if not cards and not isinstance(system, Mapping):
         keys = ", ".join(sorted(str(k) for k in data)[:5]) or "none"
         raise ParseError(f"{what}: expected 'card0'... objects or a 'system' object, found keys: {keys}")
     reported = _text(_folded(system).get("driver version")) if isinstance(system, Mapping) else None
-    devices = tuple(_rocm_smi_device(number, card, f"{what}: 'card{number}'") for number, card in sorted(cards))
+    devices = tuple(_rocm_smi_device(number, card, f"{what}: 'card{number}'", notes) for number, card in sorted(cards))
     return ToolFacts(
         family=FAMILY,
         tool="rocm-smi",
@@ -189,9 +218,11 @@ def parse_rocm_smi_json(text: str) -> ToolFacts:
     )
 
 
-def _rocm_smi_device(index: int, card: Mapping[str, object], where: str) -> DeviceFacts:
+def _rocm_smi_device(index: int, card: Mapping[str, object], where: str, notes: list[str] | None) -> DeviceFacts:
     fields = _folded(card)
-    name = _text(fields.get("card series")) or _text(fields.get("device name"))
+    # older rocm-smi fills "Card series" or "Card model" with the vendor id (0x1002) or N/A: not a product name
+    names = (product_name(fields.get(key)) for key in ("card series", "device name", "card model"))
+    name = next((n for n in names if n is not None), None)
     device_id = fields.get("device id", fields.get("gpu id"))
     extra: dict[str, str] = {}
     unique_id = _text(fields.get("unique id"))
@@ -201,8 +232,11 @@ def _rocm_smi_device(index: int, card: Mapping[str, object], where: str) -> Devi
         index=index,
         name=name,
         arch=_gfx(_text(fields.get("gfx version"))),
-        memory_mib=_mib(
-            fields.get("vram total memory (b)"), default_unit="b", where=f"{where}: 'VRAM Total Memory (B)'"
+        memory_mib=_tolerant(
+            notes,
+            lambda: _mib(
+                fields.get("vram total memory (b)"), default_unit="b", where=f"{where}: 'VRAM Total Memory (B)'"
+            ),
         ),
         pci_bus_id=_bdf(_text(fields.get("pci bus"))),
         pci_device_id=_device_id(device_id),
@@ -220,6 +254,17 @@ def rocm_version_from_file(text: str) -> str:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _tolerant(notes: list[str] | None, read: Callable[[], T], instead: str = "left unknown") -> T | None:
+    """`read()`; with `notes`, a value it cannot read is None and the reason (and `instead`) is noted."""
+    try:
+        return read()
+    except ParseError as error:
+        if notes is None:
+            raise
+        notes.append(f"{error}; {instead}")
+        return None
 
 
 def _section(entry: Mapping[str, object], key: str) -> Mapping[str, object]:
@@ -248,7 +293,7 @@ def _text(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
     text = str(value).strip()
-    return None if text.lower() in _NOT_AVAILABLE else text
+    return None if text.lower() in _NOT_AVAILABLE or placeholder(text) else text
 
 
 def _as_int(value: object, where: str) -> int:
@@ -334,7 +379,9 @@ class AmdProbe:
         devices: tuple[DeviceFacts, ...] = ()
         source: str | None = None
         said: dict[str, str] = {}
-        static = parsed(output(results.get("amd-smi-static")), parse_amd_smi_static_json, errors)
+        static = parsed(
+            output(results.get("amd-smi-static")), lambda text: parse_amd_smi_static_json(text, errors), errors
+        )
         if static is not None:
             devices, source = static, "amd-smi"
             for version in dict.fromkeys(d.extra["driver_version"] for d in static if "driver_version" in d.extra):
@@ -342,7 +389,11 @@ class AmdProbe:
         driver, rocm = parsed(output(results.get("amd-smi-version")), parse_amd_smi_version, errors) or (None, None)
         if driver is not None:
             said["amd-smi version"] = driver
-        legacy = None if devices else parsed(output(results.get("rocm-smi")), parse_rocm_smi_json, errors)
+        legacy = (
+            None
+            if devices
+            else parsed(output(results.get("rocm-smi")), lambda text: parse_rocm_smi_json(text, errors), errors)
+        )
         if legacy is not None:
             devices, source = legacy.devices, "rocm-smi"
             if legacy.driver_version is not None:

@@ -14,6 +14,7 @@ from accelenv.host.facts import DeviceFacts, ParseError
 from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
 from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import excerpt as _excerpt
+from accelenv.host.probes._text import placeholder, product_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -35,6 +36,7 @@ _ARCH_BY_MODEL_PREFIX: tuple[tuple[str, str], ...] = (
 _EXTRA_FIELDS = ("driver_version", "module_id", "serial")
 _MEMORY = re.compile(r"([0-9]{1,12})\s*(MiB|MB|GiB|GB)?", re.IGNORECASE)
 _INDEX = re.compile(r"[0-9]{1,6}")
+_DRIVER_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+(?:[-+~][0-9A-Za-z.+~-]*)?")
 _DRIVER_LINE = re.compile(r"Driver Version\s*:\s*([0-9][0-9A-Za-z.+~-]*)")
 _HL_SMI_LINE = re.compile(r"HL-SMI Version\s*:\s*hl-([0-9]+(?:\.[0-9]+)+)")
 
@@ -52,12 +54,18 @@ def arch_from_model(name: str | None) -> str | None:
     return next((arch for prefix, arch in _ARCH_BY_MODEL_PREFIX if model.startswith(prefix)), None)
 
 
-def parse_hl_smi_csv(text: str, fields: tuple[str, ...] = HL_QUERY_FIELDS) -> tuple[DeviceFacts, ...]:
+def parse_hl_smi_csv(
+    text: str, fields: tuple[str, ...] = HL_QUERY_FIELDS, notes: list[str] | None = None
+) -> tuple[DeviceFacts, ...]:
     """Devices from `hl-smi -Q <fields> -f csv,noheader`, one line per device in the order of `fields`.
 
     Fields other than index, name, bus_id, memory.total and uuid are ignored, except driver_version, module_id
     and serial, which go to `extra`. Without an `index` field the line order is the index. A header line that
     names the fields is skipped, so `-f csv` output reads as well.
+
+    With `notes` None the first unreadable value raises ParseError; with a list an unreadable value costs that fact
+    only (None, the reason noted), an unreadable index falls back to the line number, and a line with the wrong
+    number of values costs that device only.
     """
     what = f"hl-smi -Q {','.join(fields)} -f csv,noheader"
     if not fields:
@@ -71,33 +79,53 @@ def parse_hl_smi_csv(text: str, fields: tuple[str, ...] = HL_QUERY_FIELDS) -> tu
     for number, line in enumerate(lines):
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(fields):
-            raise ParseError(
+            problem = (
                 f"{what}: expected {len(fields)} comma-separated values on line {number + 1}, "
                 f"found {len(cells)}: {_excerpt(line)}"
             )
-        devices.append(_device(dict(zip(fields, cells, strict=True)), number, f"{what}: line {number + 1}"))
+            if notes is None:
+                raise ParseError(problem)
+            notes.append(f"{problem}; that device is left out")
+            continue
+        devices.append(_device(dict(zip(fields, cells, strict=True)), number, f"{what}: line {number + 1}", notes))
     return tuple(devices)
 
 
-def _device(row: dict[str, str], position: int, where: str) -> DeviceFacts:
+def _device(row: dict[str, str], position: int, where: str, notes: list[str] | None) -> DeviceFacts:
+    def note(problem: str, instead: str = "left unknown") -> None:
+        if notes is None:
+            raise ParseError(problem)
+        notes.append(f"{problem}; {instead}")
+
     index = position
     if "index" in row:
         if _INDEX.fullmatch(row["index"]) is None:
-            raise ParseError(f"{where}: expected a device index, found {_excerpt(row['index'])}")
-        index = int(row["index"])
-    name = _value(row.get("name"))
+            note(f"{where}: expected a device index, found {_excerpt(row['index'])}", "the line number is its index")
+        else:
+            index = int(row["index"])
+    name = product_name(_value(row.get("name")))
     bus_id = _value(row.get("bus_id"))
     pci_bus_id = _bdf(bus_id) if bus_id is not None else None
     if bus_id is not None and pci_bus_id is None:
-        raise ParseError(f"{where}: expected a PCI address such as 0000:43:00.0 for bus_id, found {_excerpt(bus_id)}")
+        note(f"{where}: expected a PCI address such as 0000:43:00.0 for bus_id, found {_excerpt(bus_id)}")
+    memory_mib = None
+    try:
+        memory_mib = _memory_mib(row.get("memory.total"), where)
+    except ParseError as error:
+        note(str(error))
+    extra = {field: value for field in _EXTRA_FIELDS if (value := _value(row.get(field))) is not None}
+    if "driver_version" in extra and _DRIVER_VERSION.fullmatch(extra["driver_version"]) is None:
+        note(
+            f"{where}: expected a driver version such as 1.22.1-97ec1a4, found {_excerpt(extra.pop('driver_version'))}"
+        )
     return DeviceFacts(
         index=index,
         name=name,
         arch=arch_from_model(name),
-        memory_mib=_memory_mib(row.get("memory.total"), where),
+        memory_mib=memory_mib,
         pci_bus_id=pci_bus_id,
         uuid=_value(row.get("uuid")),
-        extra={field: value for field in _EXTRA_FIELDS if (value := _value(row.get(field))) is not None},
+        extra=extra,
     )
 
 
@@ -126,7 +154,7 @@ def parse_hl_smi_table(text: str) -> tuple[str | None, str | None]:
 
 
 def _value(cell: str | None) -> str | None:
-    if cell is None or cell.lower() in _NOT_AVAILABLE:
+    if cell is None or cell.lower() in _NOT_AVAILABLE or placeholder(cell):
         return None
     return cell
 
@@ -155,7 +183,9 @@ class GaudiProbe:
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
         errors = tool_errors(results)
-        devices = parsed(output(results.get("hl-smi-query")), parse_hl_smi_csv, errors) or ()
+        devices = (
+            parsed(output(results.get("hl-smi-query")), lambda text: parse_hl_smi_csv(text, notes=errors), errors) or ()
+        )
         driver, software = parsed(output(results.get("hl-smi")), parse_hl_smi_table, errors) or (None, None)
         said = {"hl-smi": driver} if driver else {}
         queried = list(dict.fromkeys(d.extra["driver_version"] for d in devices if d.extra.get("driver_version")))

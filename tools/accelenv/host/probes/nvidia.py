@@ -18,16 +18,19 @@ Every parser raises `ParseError` and nothing else on output it cannot read.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from accelenv.host.facts import DeviceFacts, ParseError, ToolFacts
 from accelenv.host.probes import ProbeContext, ToolView, output, parsed, tool_errors
+from accelenv.host.probes._text import placeholder, product_name
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from accelenv.host.run import ToolResult
+
+T = TypeVar("T")
 
 FAMILY = "nvidia"
 TOOL = "nvidia-smi"
@@ -65,7 +68,8 @@ _INDEX = re.compile(r"\d+")
 _MIB = re.compile(r"(\d+)(?:\s*MiB)?")
 _COMPUTE_CAP = re.compile(r"(\d+)\.(\d+)")
 _BUS_ID = re.compile(r"([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])")
-_PCI_ID = re.compile(r"(?:0[xX])?([0-9A-Fa-f]{8})")
+# `0x233010DE` (device and vendor, what --query-gpu prints) or `0x2330` (the device id alone, which some builds print)
+_PCI_ID = re.compile(r"(?:0[xX])?([0-9A-Fa-f]{8})|0[xX]([0-9A-Fa-f]{4})")
 _INVALID_FIELD = re.compile(r'Field "[^"\n]{1,80}" is not a valid field to query')
 _TABLE_HEADER = re.compile(
     r"\|\s*NVIDIA-SMI\s+\S+\s+(?P<driver_key>Driver|KMD) Version:\s*(?P<driver>\S+)"
@@ -86,14 +90,21 @@ def refused_a_field(result: ToolResult | None) -> bool:
     return _INVALID_FIELD.search(result.stdout[:4096] + "\n" + result.stderr[:4096]) is not None
 
 
-def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[DeviceFacts, ...]:
+def parse_query_gpu(
+    text: str, fields: Sequence[str] = QUERY_FIELDS, notes: list[str] | None = None
+) -> tuple[DeviceFacts, ...]:
     """Read `nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`: one DeviceFacts per line.
 
     `fields` are the names the output was produced with, in order; header names with units (`memory.total [MiB]`)
     are accepted too. A header line, if present, must list exactly those fields. Values such as `[N/A]`,
     `[Not Supported]` or `[Requested functionality has been deprecated]` become None. Without an `index` field a
     GPU's index is its line number (nvidia-smi lists GPUs in index order). With MIG enabled the lines still describe
-    the physical GPUs, so nothing changes here.
+    the physical GPUs (one line per board, whatever its MIG instances), so the device count is the number of GPUs,
+    not of MIG instances.
+
+    With `notes` None, the first value that cannot be read raises ParseError. With a list, one unreadable value costs
+    that fact only (it is None, and the reason is appended to `notes`), an unreadable index falls back to the line
+    number, and a line with the wrong number of values costs that GPU only; a missing or wrong header still raises.
     """
     what = "nvidia-smi --query-gpu"
     names = tuple(_field_name(f) for f in fields)
@@ -110,7 +121,15 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[De
         lines = lines[1:]
         if not lines:
             raise ParseError(f"{what}: expected a line per GPU after the header, found only the header")
-    return tuple(_device_from_row(names, _split(line), line, position) for position, line in enumerate(lines))
+    devices = []
+    for position, line in enumerate(lines):
+        try:
+            devices.append(_device_from_row(names, _split(line), line, position, notes))
+        except ParseError as error:
+            if notes is None:
+                raise
+            notes.append(str(error))
+    return tuple(devices)
 
 
 def parse_version(text: str) -> tuple[str, str | None]:
@@ -194,29 +213,56 @@ def parse_xml(text: str) -> ToolFacts:
     )
 
 
-def _device_from_row(names: tuple[str, ...], cells: list[str], line: str, position: int) -> DeviceFacts:
+def _device_from_row(
+    names: tuple[str, ...], cells: list[str], line: str, position: int, notes: list[str] | None
+) -> DeviceFacts:
     what = f"nvidia-smi --query-gpu, GPU line {position + 1}"
     if len(cells) != len(names):
         raise ParseError(
             f"{what}: expected {len(names)} values ({', '.join(names)}), found {len(cells)}: {_excerpt(line)}"
         )
     values = {name: _value(cell) for name, cell in zip(names, cells, strict=True)}
+
+    def read(parse: Callable[[str, str | None], T], name: str) -> T | None:
+        return _tolerant(notes, parse, what, values.get(name))
+
     index = position
     if "index" in values:
         raw_index = values["index"]
         if raw_index is None or not _INDEX.fullmatch(raw_index):
-            raise ParseError(f"{what}: expected an integer index, found {_excerpt(cells[names.index('index')])}")
-        index = int(raw_index)
+            found = f"expected an integer index, found {_excerpt(cells[names.index('index')])}"
+            if notes is None:
+                raise ParseError(f"{what}: {found}")
+            notes.append(f"{what}: {found}; the line number is taken as its index")
+        else:
+            index = int(raw_index)
+    extra = {name: value for name in EXTRA_FIELDS if (value := values.get(name)) is not None}
+    if "driver_version" in extra and not _VERSION.fullmatch(extra["driver_version"]):
+        bad = extra.pop("driver_version")
+        if notes is None:
+            raise ParseError(f"{what}: expected a version number for 'driver_version', found {_excerpt(bad)}")
+        notes.append(f"{what}: expected a version number for 'driver_version', found {_excerpt(bad)}; left unknown")
     return DeviceFacts(
         index=index,
-        name=values.get("name"),
-        arch=_arch(what, values.get("compute_cap")),
-        memory_mib=_mib(what, values.get("memory.total")),
-        pci_bus_id=_bus_id(what, values.get("pci.bus_id")),
-        pci_device_id=_pci_device_id(what, values.get("pci.device_id")),
+        name=product_name(values.get("name")),
+        arch=read(_arch, "compute_cap"),
+        memory_mib=read(_mib, "memory.total"),
+        pci_bus_id=read(_bus_id, "pci.bus_id"),
+        pci_device_id=read(_pci_device_id, "pci.device_id"),
         uuid=values.get("uuid"),
-        extra={name: value for name in EXTRA_FIELDS if (value := values.get(name)) is not None},
+        extra=extra,
     )
+
+
+def _tolerant(notes: list[str] | None, parse: Callable[[str, str | None], T], what: str, raw: str | None) -> T | None:
+    """`parse(what, raw)`; with `notes`, a value it cannot read is None and the reason is noted instead of raised."""
+    try:
+        return parse(what, raw)
+    except ParseError as error:
+        if notes is None:
+            raise
+        notes.append(f"{error}; left unknown")
+        return None
 
 
 def _device_from_xml(gpu: ET.Element, position: int, warnings: list[str]) -> DeviceFacts:
@@ -232,7 +278,7 @@ def _device_from_xml(gpu: ET.Element, position: int, warnings: list[str]) -> Dev
         extra["minor_number"] = minor
     return DeviceFacts(
         index=position,
-        name=_value(gpu.findtext("product_name")),
+        name=product_name(_value(gpu.findtext("product_name"))),
         memory_mib=_mib(what, _value(gpu.findtext("fb_memory_usage/total"))),
         pci_bus_id=_bus_id(what, _value(gpu.findtext("pci/pci_bus_id")) or _value(gpu.get("id"))),
         pci_device_id=device_id,
@@ -274,9 +320,7 @@ def _value(raw: str | None) -> str | None:
     if raw is None:
         return None
     value = raw.strip()
-    if not value or value == "N/A" or (value.startswith("[") and value.endswith("]")):
-        return None
-    return value
+    return None if placeholder(value) else value
 
 
 def _arch(what: str, compute_cap: str | None) -> str | None:
@@ -309,12 +353,16 @@ def _bus_id(what: str, bus_id: str | None) -> str | None:
 
 
 def _pci_device_id(what: str, pci_id: str | None) -> str | None:
-    """`0x233010DE` (device in the upper 16 bits, vendor in the lower) -> `0x2330`; None unless the vendor is NVIDIA."""
+    """`0x233010DE` (device in the upper 16 bits, vendor in the lower) -> `0x2330`; None unless the vendor is NVIDIA.
+    A 4-digit `0x2330` is the device id alone."""
     if pci_id is None:
         return None
     match = _PCI_ID.fullmatch(pci_id)
     if match is None:
-        raise ParseError(f"{what}: expected a PCI id like '0x233010DE', found {_excerpt(pci_id)}")
+        raise ParseError(f"{what}: expected a PCI id like '0x233010DE' or '0x2330', found {_excerpt(pci_id)}")
+    if match[2] is not None:  # the device id alone: nothing says the vendor, and the field is NVIDIA's own
+        device = int(match[2], 16)
+        return f"0x{device:04x}" if device else None
     combined = int(match[1], 16)
     device, vendor = combined >> 16, combined & 0xFFFF
     if vendor != NVIDIA_PCI_VENDOR or device == 0:
@@ -366,7 +414,9 @@ class NvidiaProbe:
         answered = LEGACY_QUERY if legacy is not None and legacy.ok else QUERY
         fields = LEGACY_QUERY_FIELDS if answered == LEGACY_QUERY else QUERY_FIELDS
         problems: list[str] = []
-        devices = parsed(output(results.get(answered)), lambda text: parse_query_gpu(text, fields), problems) or ()
+        devices = (
+            parsed(output(results.get(answered)), lambda text: parse_query_gpu(text, fields, problems), problems) or ()
+        )
         version = results.get(VERSION)
         driver, cuda = parsed(output(version), parse_version, problems) or (None, None)
         queried = _query_driver_versions(devices)

@@ -52,6 +52,7 @@ _PCI_ID = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
 _VERSION_LINE = re.compile(r"(?:-\s*)?(tpu-info|libtpu|accelerator type)(?: version)?\s*:\s*(.*)", re.IGNORECASE)
 _LIBTPU_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+\S*")  # 0.0.18, 0.0.19.dev20250721+nightly
 _NOT_AVAILABLE = frozenset({"", "n/a", "na", "none", "unknown"})
+_ACCELERATOR_TYPE_TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}")  # v6e, v5litepod-8, tpu7x-8, TPU v5p
 # "N/A (incompatible environment)": tpu-info under a Python its libtpu does not support (3.12+ with libtpu 0.0.20 or
 # older) prints this for libtpu and accelerator type; "unknown (package metadata not found)" for its own version
 _NOT_AVAILABLE_BECAUSE = re.compile(r"(?:n/a|na|none|unknown)\s*\([^()\n]{0,200}\)", re.IGNORECASE)
@@ -78,12 +79,14 @@ def generation_from_pci_ids(device_id: str, subsystem_id: str | None = None) -> 
     return TPU_PCI_DEVICE_IDS.get(device)
 
 
-def parse_tpu_info_version(text: str) -> tuple[str | None, str | None]:
+def parse_tpu_info_version(text: str, notes: list[str] | None = None) -> tuple[str | None, str | None]:
     """(libtpu version, accelerator type) from `tpu-info --version`.
 
     Reads `- libtpu version: 0.0.18` and `- accelerator type: v6e`, and the same lines at the top of plain
     `tpu-info` (`Libtpu version: ...`, `Accelerator type: ...`). "N/A", and "N/A (incompatible environment)" from
-    tpu-info in a Python where its libtpu cannot load, are None: unknown, not a parse error.
+    tpu-info in a Python where its libtpu cannot load, are None: unknown, not a parse error. With `notes` None an
+    unreadable libtpu version raises ParseError; with a list it is None (the reason noted) and the accelerator type
+    is still read.
     """
     found: dict[str, str | None] = {}
     for line in text.splitlines():
@@ -99,8 +102,19 @@ def parse_tpu_info_version(text: str) -> tuple[str | None, str | None]:
         )
     libtpu = found.get("libtpu")
     if libtpu is not None and _LIBTPU_VERSION.fullmatch(libtpu) is None:
-        raise ParseError(f"tpu-info --version: expected a version after 'libtpu version:', found {_excerpt(libtpu)}")
-    return libtpu, found.get("accelerator type")
+        problem = f"tpu-info --version: expected a version after 'libtpu version:', found {_excerpt(libtpu)}"
+        if notes is None:
+            raise ParseError(problem)
+        notes.append(f"{problem}; left unknown")
+        libtpu = None
+    accelerator_type = found.get("accelerator type")
+    if accelerator_type is not None and _ACCELERATOR_TYPE_TEXT.fullmatch(accelerator_type) is None:
+        problem = f"tpu-info --version: expected an accelerator type such as 'v6e', found {_excerpt(accelerator_type)}"
+        if notes is None:
+            raise ParseError(problem)
+        notes.append(f"{problem}; left unknown")
+        accelerator_type = None
+    return libtpu, accelerator_type
 
 
 def _pci_id(value: str) -> str | None:
@@ -126,7 +140,9 @@ class TpuProbe:
         errors = tool_errors(results)
         libtpu = first_installed(ctx.distributions, "libtpu")
         accelerator_type = ctx.environ.get("TPU_ACCELERATOR_TYPE") or None
-        info = parsed(output(results.get("tpu-info-version")), parse_tpu_info_version, errors)
+        info = parsed(
+            output(results.get("tpu-info-version")), lambda text: parse_tpu_info_version(text, errors), errors
+        )
         if info is not None:
             libtpu = libtpu or info[0]
             accelerator_type = accelerator_type or info[1]
