@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -147,6 +149,7 @@ class _OsLocker:
 
     def lock(self, matrix: Matrix, env: Environment) -> str | None:
         """What happened to the OS lock of `env`, or None when its base ships its Python (no OS lock needed)."""
+        from accelenv.build import overrides
         from accelenv.build.engine import EngineError, RunSpec
         from accelenv.fileio import write_atomic
         from accelenv.plan.lock import (
@@ -160,20 +163,30 @@ class _OsLocker:
         )
         from accelenv.plan.render import os_packages
 
+        override = overrides.load(self.repo, matrix).get(env.id)  # a stand-in's lock lives beside its override
+        matrix = overrides.apply(matrix, env, override)
         packages = os_packages(matrix, env)
         if not packages:
             return None
         reference = matrix.runtimes[env.runtime].base_images[env.os].reference
-        rel = os_lock_path(self.repo, env.id).relative_to(self.repo)
-        if os_lock_state(self.repo, env.id, reference, packages) is LockState.CURRENT and not self.force:
+        path = overrides.override_lock_path(self.repo, env.id) if override else os_lock_path(self.repo, env.id)
+        rel = path.relative_to(self.repo)
+        if os_lock_state(self.repo, env.id, reference, packages, path=path) is LockState.CURRENT and not self.force:
             return f"{rel}: current"
         warning = f"{rel}: not locked (warning: the image cannot be built until it is)"
         engine = self._engine()
         if engine is None:
             return f"{warning}: {self.engine_problem}"
         base = engine.image(reference)
+        if base is None and override is None:
+            with contextlib.suppress(EngineError):  # a registry out of reach: said below
+                engine.pull(reference, lambda line: sys.stderr.write(f"  {reference}: {line}\n"))
+            base = engine.image(reference)
         if base is None:
-            return f"{warning}: its base {reference} is not on this engine; lock it where it can be pulled"
+            return (
+                f"{warning}: its base {reference} is not on this engine and could not be pulled; lock it where it "
+                f"can be pulled, or on a local stand-in: accelenv base make {env.id}"
+            )
         lines: list[str] = []
         try:
             code = engine.run(RunSpec(image=base.id, command=["sh", "-c", apt_script(packages)]), lines.append)
@@ -189,7 +202,8 @@ class _OsLocker:
         text = render_os_lock(
             env.id, packages, OsLock(base=reference, pin=pin, architecture=architecture, packages=tuple(found))
         )
-        write_atomic(os_lock_path(self.repo, env.id), text, inside=self.repo)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, inside=self.repo)
         return f"{rel}: locked {len(found)} packages from {reference} ({pin[:19]})"
 
 
@@ -224,16 +238,19 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
             f"{image_rel!s:<24} {image_state}" + ("" if image_state == "current" else ": run accelenv lock") + "\n"
         )
         out.write(f"{len(rows) - len(stale) - len(unlocked)} current, {len(stale)} stale, {len(unlocked)} unlocked\n")
-    os_stale = [r for r in rows if str(r["os_packages"]).startswith("stale")]
+    os_stale = [r for r in rows if str(r["os_packages"]).startswith(("stale", "error"))]
     image_bad = image_state is LockState.STALE or (args.require_all and image_state is LockState.UNLOCKED)
     return 1 if stale or os_stale or image_bad or (args.require_all and unlocked) else 0
 
 
 def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
     """The state of an environment's OS package lock, as a line: None when its base ships its Python."""
+    from accelenv.build.overrides import committed_standin_lock
     from accelenv.plan.lock import OS_LOCK_NAME, LockState, os_lock_defect, os_lock_state
     from accelenv.plan.render import os_packages
 
+    if standin := committed_standin_lock(repo, env.id):
+        return f"error: {standin}: delete it (git rm envs/{env.id}/{OS_LOCK_NAME})"
     packages = os_packages(matrix, env)
     if not packages:
         return None

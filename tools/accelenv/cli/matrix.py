@@ -87,7 +87,9 @@ def validate(args: argparse.Namespace, out: TextIO) -> int:
 
 def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
     """Environments without a current lock, as warnings: their sessions and builds cannot run until locked. That
-    is the requirements lock, and the OS-package lock where the base image lacks the environment's Python."""
+    is the requirements lock, and the OS-package lock where the base image lacks the environment's Python. An
+    OS-package lock made against a local stand-in base in envs/<env>/ is an error."""
+    from accelenv.build.overrides import committed_standin_lock
     from accelenv.matrix.problems import Problem, Severity
     from accelenv.plan.lock import (
         LockState,
@@ -114,6 +116,8 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
                     rule="lock",
                 )
             )
+        if standin := committed_standin_lock(repo, env.id):  # never the real base's lock
+            problems.append(Problem(path=f"envs.{env.id}", message=f"{standin}; delete it", rule="lock"))
         runtime = matrix.runtimes.get(env.runtime)
         if runtime is None or env.os not in runtime.base_images:  # an error `validate` already reports
             continue

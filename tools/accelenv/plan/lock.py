@@ -323,27 +323,32 @@ def parse_os_lock(text: str, *, where: str) -> OsLock:
     )
 
 
-def os_lock_state(repo: Path, env_id: str, base: str, packages: tuple[str, ...]) -> LockState:
+def os_lock_state(
+    repo: Path, env_id: str, base: str, packages: tuple[str, ...], *, path: Path | None = None
+) -> LockState:
     """CURRENT when the lock was made for this base and these packages and every line of it reads (a lock whose
-    body was damaged is STALE: `os_lock_defect` says where)."""
-    text = read_lock(repo, os_lock_path(repo, env_id), what="OS package lock")
+    body was damaged is STALE: `os_lock_defect` says where). `path`: another place than envs/<env>/ (a local
+    base override keeps its lock beside it)."""
+    path = path or os_lock_path(repo, env_id)
+    text = read_lock(repo, path, what="OS package lock")
     if text is None:
         return LockState.UNLOCKED
     match = _OS_INPUT.search(text)
     if not match or match.group(1) != os_input_digest(base, packages):
         return LockState.STALE
-    return LockState.STALE if _os_lock_defect(text, repo, env_id) else LockState.CURRENT
+    return LockState.STALE if _os_lock_defect(text, repo, path) else LockState.CURRENT
 
 
-def os_lock_defect(repo: Path, env_id: str) -> str | None:
+def os_lock_defect(repo: Path, env_id: str, *, path: Path | None = None) -> str | None:
     """What is wrong with the body of an environment's OS lock (file:line and what), or None when it reads."""
-    text = read_lock(repo, os_lock_path(repo, env_id), what="OS package lock")
-    return None if text is None else _os_lock_defect(text, repo, env_id)
+    path = path or os_lock_path(repo, env_id)
+    text = read_lock(repo, path, what="OS package lock")
+    return None if text is None else _os_lock_defect(text, repo, path)
 
 
-def _os_lock_defect(text: str, repo: Path, env_id: str) -> str | None:
+def _os_lock_defect(text: str, repo: Path, path: Path) -> str | None:
     try:
-        parse_os_lock(text, where=str(os_lock_path(repo, env_id).relative_to(repo)))
+        parse_os_lock(text, where=str(path.relative_to(repo)))
     except ValueError as error:
         return str(error)
     return None
