@@ -130,6 +130,9 @@ class FakeEngine:
     def registry_has(self, reference: str) -> bool:
         return reference in self.registry
 
+    def pull(self, reference: str, on_line: Callable[[str], None]) -> None:
+        raise EngineError(f"pull of {reference} failed: no registry here")
+
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:

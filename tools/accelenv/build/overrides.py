@@ -151,10 +151,10 @@ def is_standin(reference: str, overrides: dict[str, Override] | None = None) -> 
 def committed_standin_lock(repo: Path, env_id: str, overrides: dict[str, Override] | None = None) -> str | None:
     """What is wrong when `envs/<env>/os-packages.lock` was made against a stand-in: it cannot be the real
     base's lock, whatever its header says (None when there is no such file, or it names a real base)."""
-    from accelenv.plan.lock import os_lock_path
+    from accelenv.plan.lock import os_lock_path, read_lock
 
     path = os_lock_path(repo, env_id)
-    text = read_text_if_exists(path, limit=2**24, what="OS package lock")
+    text = read_lock(repo, path, what="OS package lock")
     if text is None:
         return None
     match = re.search(r"^# base: (\S+) pinned \S+\r?$", text, re.MULTILINE)
