@@ -286,18 +286,24 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
 
         text = markdown(matrix)
     else:
+        from accelenv.fileio import read_text
+        from accelenv.matrix.load import find_matrix
         from accelenv.plan.lock import glibc_of, lock_state
         from accelenv.plan.page import html_page, page_data
+        from accelenv.plan.start import image_blockers, stamp_of
 
-        repo = repo_of(args)  # the page shows each environment's lock: read here, passed in as data
+        repo = repo_of(args)  # the page shows each environment's lock and what builds: read here, passed as data
         locks = {env.id: lock_state(repo, env, glibc_of(matrix, env)) for env in matrix.envs.values()}
+        images = image_blockers(repo, matrix)
         if args.format == "html":
-            text = html_page(matrix, locks=locks, repository=args.repository)
+            path = find_matrix(args.matrix)
+            stamp = stamp_of(path, read_text(path, what="matrix"))
+            text = html_page(matrix, locks=locks, repository=args.repository, images=images, stamp=stamp)
         else:
             import io
 
             buffer = io.StringIO()
-            dump_json(page_data(matrix, locks), buffer)
+            dump_json(page_data(matrix, locks, images), buffer)
             text = buffer.getvalue()
     if not args.output:
         if args.check:
