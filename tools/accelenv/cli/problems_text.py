@@ -42,6 +42,11 @@ def _kind(problem: Problem) -> tuple[str, str]:
     return f"{problem.rule} warnings", "see accelenv validate --verbose"
 
 
+def _groups(problem: Problem) -> bool:
+    """Whether a registry warning says only what is missing (so many of its kind read as one line)."""
+    return problem.rule == "unpinned" or problem.message.startswith(("has no ", "has a stale "))
+
+
 def _subject(path: str) -> str:
     parts = path.split(".")
     if len(parts) >= 4 and parts[2] == "base_images":
@@ -70,7 +75,9 @@ def problem_lines(problems: list[Problem], source: str, summary: str, *, verbose
     shown = shown_source(source)
     errors = [p.render(shown) for p in problems if p.is_error]
     change = [p for p in problems if not p.is_error and p.category is not Category.REGISTRY]
-    registry = [p for p in problems if not p.is_error and p.category is Category.REGISTRY]
+    registry = [p for p in problems if not p.is_error and p.category is Category.REGISTRY and _groups(p)]
+    # a registry warning with its own detail (an OS lock whose line does not read) keeps its line
+    change += [p for p in problems if not p.is_error and p.category is Category.REGISTRY and not _groups(p)]
     lines = [*errors, summary.replace(source, shown, 1), *(p.render(shown) for p in change)]
     if verbose:
         lines += [p.render(shown) for p in registry]
