@@ -106,7 +106,7 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 
 def build_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: all locked ones)")
+    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: every one)")
     p.add_argument("--push", metavar="REGISTRY", help="also push to REGISTRY (skipped when it has the content tag)")
     p.add_argument("--dry-run", action="store_true", help="say what would be built; build nothing")
     p.add_argument("--no-cache", action="store_true", help="build again, without the engine's layer cache")
@@ -415,7 +415,10 @@ COMMANDS = {
         "  accelenv build cpu-py311 --json\n  accelenv build --dry-run\n"
         "  accelenv build gpu-nvidia-cu132 --push registry.example.com/team\n\n"
         "Images are tagged <repository>:<env>-<content hash> and <repository>:<env>-<wheel tag>-py<python>;\n"
-        "an image whose content tag exists is not built again. Logs: .accelenv/build-logs/<env>.log",
+        "an image whose content tag exists is not built again. Logs: .accelenv/build-logs/<env>.log\n"
+        "A base missing from the engine is pulled (by digest where pinned); with no registry in reach, see\n"
+        "`accelenv base make ENV`. Exit 0 only when every environment asked for (all without names) is built or up\n"
+        "to date; each one that is not is listed with every blocker and its fix. --json: one document on stdout.",
         arguments=build_arguments,
         run=build,
     ),
