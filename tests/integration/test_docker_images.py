@@ -111,9 +111,13 @@ def test_a_missing_base_image_is_not_built_and_leaves_no_tag(
     assert accelenv(matrix, "lock", "ci-image") == 0  # the OS lock cannot be made: a warning
     out = capsys.readouterr().out
     assert "envs/ci-image/os-packages.lock: not locked (warning" in out
-    assert accelenv(matrix, "build", "ci-image", "--repository", "accelenv-missing") == 2
+    assert accelenv(matrix, "build", "ci-image", "--repository", "accelenv-missing") == 1
     out = capsys.readouterr().out
-    assert "ci-image: not built: its base image accelenv-ci/missing:nothing is not on the engine" in out
+    assert (
+        "ci-image: not built (2 blockers):\n  - its base image accelenv-ci/missing:nothing is not on the engine" in out
+    )
+    assert "could not be pulled" in out
+    assert "fix: accelenv lock ci-image, once the base is on the engine" in out
     assert engine.image("accelenv-missing:ci-image-cpu-py311") is None
 
 
@@ -201,3 +205,43 @@ def test_push_to_a_registry_then_skip(
     assert isinstance(engine, DockerEngine)
     for tag in engine.tags(f"{target}/{repository}"):
         engine.remove(tag)
+
+
+def test_a_missing_base_is_pulled_from_its_registry_with_progress(
+    engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The base only in the loopback registry: lock pulls it to lock its OS packages; with the local copy gone,
+    build pulls it again (progress on stderr, the document on stdout) and builds on it."""
+    import requests
+
+    from accelenv.build.engine import DockerEngine
+
+    assert isinstance(engine, DockerEngine)
+    try:
+        requests.get(f"http://{REGISTRY}/v2/", timeout=5).raise_for_status()
+    except requests.RequestException as error:
+        unavailable(f"no registry at {REGISTRY}: {error}")
+    remote = f"{REGISTRY}/{repository}/base:minbase"
+    base = engine.image(BASE)
+    assert base is not None
+    engine.tag(base.id, remote)
+    engine.push(remote, lambda _line: None)
+    engine.remove(remote)
+    assert engine.image(remote) is None
+    matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0", base=remote)
+    try:
+        assert accelenv(matrix, "lock", "ci-image") == 0
+        out, err = capsys.readouterr()
+        assert "os-packages.lock: locked" in out, out
+        engine.remove(remote)
+        assert accelenv(matrix, "build", "ci-image", "--repository", repository, "--json") == 0
+        out, err = capsys.readouterr()
+        document = json.loads(out)
+        assert document["ok"] is True
+        assert document["pulled"] == [remote]
+        assert document["results"][0]["status"] == "built"
+        assert f"pulling {remote} (the base is not on the engine)" in err
+        assert f"  {remote}: Status: " in err  # the registry's last word, as the pull stream gave it
+    finally:
+        if engine.image(remote) is not None:
+            engine.remove(remote)

@@ -18,8 +18,10 @@ from png import Image, decode
 from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import load_matrix
+from accelenv.plan import page as page_module
 from accelenv.plan.lock import LockState
 from accelenv.plan.report import html_page
+from accelenv.plan.start import Stamp, Unavailable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,6 +39,24 @@ DARK = {"runs": (0x12, 0x36, 0x1F), "warn": (0x3B, 0x2C, 0x00), "no": (0x42, 0x1
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("page") / "compatibility.html"
     path.write_text(html_page(load_matrix(REFERENCE_MATRIX), locks=LOCKS), encoding="utf-8")
+    return path
+
+
+NO_OS_LOCK = Unavailable(
+    why="accelenv build refuses it now: its base nvidia/cuda:13.0.0-cudnn-runtime-ubuntu24.04 lacks Python 3.12 and it "
+    "has no os-packages.lock",
+    fix="accelenv lock gpu-nvidia-cu130",
+)
+STAMP = Stamp(matrix_sha256="4f" * 32, commit="0123456789abcdef" * 2 + "01234567", date="2026-11-30")
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page with the build of gpu-nvidia-cu130 refused (no OS lock) and a stamp."""
+    path = tmp_path_factory.mktemp("gated") / "compatibility.html"
+    matrix = load_matrix(REFERENCE_MATRIX)
+    text = page_module.html_page(matrix, locks=LOCKS, images={"gpu-nvidia-cu130": NO_OS_LOCK}, stamp=STAMP)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -102,11 +122,14 @@ def test_a_fragment_picks_a_sku(browser: Browser, page: Path) -> None:
     }
     assert "CUDA 12.8 Update 1 has no sm_103" in js(browser, "return document.getElementById('result').textContent;")
     assert js(browser, "return document.querySelector('tr.picked').dataset.sku;") == "b300"
-    show(browser, page)  # no choice yet: the first SKU is shown, none is marked in the grid
-    assert js(browser, "return [document.body.dataset.sku, document.querySelector('tr.picked')];") == [
-        "a100-sxm4-40gb",
-        None,
-    ]
+    show(browser, page)  # no choice yet: no SKU is guessed for the reader; the page asks them to pick or search
+    assert js(browser, "return [document.body.dataset.sku, document.querySelector('tr.picked')];") == [None, None]
+    assert js(
+        browser,
+        "return [document.getElementById('sku').value, document.getElementById('start-prompt').hidden,"
+        " document.getElementById('start-body').hidden];",
+    ) == ["", False, True]
+    assert js(browser, "return document.getElementById('start-sku').textContent;") == "your accelerator"
 
 
 def test_search_filters_the_grid_and_lands_in_the_fragment(browser: Browser, page: Path) -> None:
@@ -373,3 +396,62 @@ def test_screenshot_shows_the_grid_in_its_colours(
     assert _share(image, warn, colours["warn"]) > 0.6
     background = image.rgb(5, 5)
     assert (sum(background) > 600) is (scheme == "light")  # light page, dark page
+
+
+def test_get_started_follows_the_search_and_otherwise_asks(browser: Browser, page: Path) -> None:
+    show(browser, page)
+    assert not js(browser, "return document.getElementById('start-prompt').hidden;")
+    browser.evaluate("document.getElementById('q').focus()")
+    browser.type_text("mi355")  # no SKU picked: the first SKU the search leaves in the grid is followed
+    assert js(browser, "return document.body.dataset.sku;") == "mi355x"
+    assert js(browser, "return document.getElementById('sku').value;") == "mi355x"
+    assert js(browser, "return document.getElementById('start-prompt').hidden;") is True
+    assert start(browser)["body"] is True
+    browser.press("Escape", "Escape", 27)  # the search cleared: no SKU is guessed
+    assert js(browser, "return [document.body.dataset.sku, document.getElementById('start-prompt').hidden];") == [
+        None,
+        False,
+    ]
+    show(browser, page, "sku=h100-sxm&q=mi355")  # a pick outranks the search
+    assert js(browser, "return document.body.dataset.sku;") == "h100-sxm"
+    show(browser, page, "q=zzzz-no-such-sku")
+    assert js(browser, "return document.getElementById('start-prompt').hidden;") is False
+
+
+def steps(browser: Browser) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = each(
+        browser,
+        "#start-steps li.step",
+        "({available: e.dataset.available !== 'false', text: e.textContent,"
+        " code: [...e.querySelectorAll('pre code')].map(c => c.textContent)})",
+    )
+    return found
+
+
+def test_get_started_offers_only_steps_that_work_now(browser: Browser, gated: Path) -> None:
+    show(browser, gated, "sku=h100-sxm&env=gpu-nvidia-cu126")  # no lock: neither its session nor its build works
+    shown = steps(browser)
+    assert [s["available"] for s in shown] == [False, True, False, True]
+    assert "the session aborts: envs/gpu-nvidia-cu126/requirements.lock does not exist" in shown[0]["text"]
+    assert "not available now" in shown[0]["text"]
+    assert shown[0]["code"] == ["accelenv lock gpu-nvidia-cu126"]  # what to copy is the step that makes it work
+    assert shown[2]["code"] == ["accelenv lock gpu-nvidia-cu126"]
+    copied = " ".join(c for s in shown for c in s["code"])
+    assert "nox -s" not in copied
+    assert "accelenv build" not in copied
+    show(browser, gated, "sku=h100-sxm&env=gpu-nvidia-cu130")  # locked, but its OS packages are not
+    shown = steps(browser)
+    assert [s["available"] for s in shown] == [True, True, False, True]
+    assert shown[0]["code"] == ["nox -s gpu-nvidia-cu130"]
+    assert "has no os-packages.lock" in shown[2]["text"]
+    assert shown[2]["code"] == ["accelenv lock gpu-nvidia-cu130"]
+    show(browser, gated, "sku=h100-sxm")  # the recommended environment: every step works
+    assert [s["available"] for s in steps(browser)] == [True, True, True, True]
+
+
+def test_the_page_says_what_it_was_made_from(browser: Browser, gated: Path, page: Path) -> None:
+    show(browser, gated)
+    stamp = js(browser, "const s = document.getElementById('stamp'); return [s.textContent, s.dataset.commit];")
+    assert stamp == [f"Matrix sha256:{'4f' * 8} \u00b7 commit 0123456789ab \u00b7 2026-11-30", STAMP.commit]
+    show(browser, page)  # made without a stamp (a test page): no line claims one
+    assert js(browser, "return document.getElementById('stamp');") is None

@@ -139,6 +139,9 @@ class FakeEngine:
         self.indexes[remote] = dict(platform_tags)
         return "sha256:" + "0" * 64, written
 
+    def pull(self, reference: str, on_line: Callable[[str], None]) -> None:
+        raise EngineError(f"pull of {reference} failed: no registry here")
+
 
 @pytest.fixture(scope="module")
 def matrix() -> Matrix:

@@ -482,7 +482,9 @@ def test_cli_refuses_without_traceback(case: Case, tmp_path: Path, capsys: pytes
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert f"error: {case.path}:" in out if case.path else "error: not valid TOML" in out
-    assert out.rstrip().splitlines()[-1].startswith(f"{path}: invalid: ")
+    assert next(line for line in out.splitlines() if ": valid: " in line or ": invalid: " in line).startswith(
+        f"{path}: invalid: "
+    )
     assert main(["validate", str(path), "--json"]) == 1
     problems = json.loads(capsys.readouterr().out)
     assert any(p["path"] == case.path and p["severity"] == "error" for p in problems)

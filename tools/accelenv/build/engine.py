@@ -103,6 +103,8 @@ class Engine(Protocol):
 
     def publish_index(self, remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]: ...
 
+    def pull(self, reference: str, on_line: Callable[[str], None]) -> None: ...  # by digest where it has one
+
 
 class DockerEngine:
     """docker-py's low-level API client, created by `connect()`."""
@@ -353,6 +355,48 @@ class DockerEngine:
             if chunk.get("status") and chunk.get("id") is None:
                 on_line(str(chunk["status"]))
 
+    def pull(self, reference: str, on_line: Callable[[str], None]) -> None:
+        """Pull `reference` (`repo:tag`, `repo@sha256:...` or `repo:tag@sha256:...`: then by the digest alone), with
+        a line for each layer's change of state (not every byte count) and the registry's last word."""
+        import docker.errors
+
+        repository, tag = pull_target(reference)
+        states: dict[str, str] = {}
+        try:
+            for chunk in self._client.pull(repository, tag=tag, stream=True, decode=True):
+                if "error" in chunk:
+                    detail = str(chunk.get("errorDetail", {}).get("message") or chunk["error"])
+                    raise EngineError(f"pull of {reference} failed: {' '.join(detail.split())[:500]}")
+                status, layer = str(chunk.get("status") or ""), chunk.get("id")
+                if not status:
+                    continue
+                if layer is None:
+                    on_line(status)
+                elif states.get(str(layer)) != status:
+                    states[str(layer)] = status
+                    progress = chunk.get("progressDetail") or {}
+                    total = progress.get("total") if isinstance(progress, dict) else None
+                    size = f" ({int(total) / 2**20:.1f} MiB)" if isinstance(total, int) and total > 0 else ""
+                    on_line(f"{layer}: {status}{size}")
+        except docker.errors.APIError as error:
+            raise EngineError(f"pull of {reference} failed: {_explain(error)}") from error
+        except OSError as error:  # the engine's socket dropped mid-stream
+            raise EngineError(f"pull of {reference} failed: {error}") from error
+
+    def import_rootfs(self, tarball: str, reference: str) -> str:
+        """`docker import` of a root file system tarball as `reference`; the new image's id."""
+        import docker.errors
+
+        repository, _, tag = reference.rpartition(":")
+        try:
+            answer = self._client.import_image(src=tarball, repository=repository, tag=tag)
+        except docker.errors.APIError as error:
+            raise EngineError(f"import of {reference} failed: {_explain(error)}") from error
+        info = self.image(reference)
+        if info is None:
+            raise EngineError(f"import of {reference} failed: the engine answered {str(answer)[:300]}")
+        return info.id
+
     def registry_has(self, reference: str) -> bool:
         import docker.errors
 
@@ -416,6 +460,16 @@ def connect(timeout: float = 10.0) -> DockerEngine:
             arch=str(version.get("Arch", "?")),
         ),
     )
+
+
+def pull_target(reference: str) -> tuple[str, str]:
+    """(repository, tag or digest) for the engine's pull: a pinned reference is pulled by its digest alone, so what
+    arrives is exactly the pinned image whatever the tag points at now."""
+    name, _, digest = reference.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    repository, tag = (name[:colon], name[colon + 1 :]) if colon > slash else (name, "latest")
+    return repository, digest or tag
 
 
 def _close_attached(sock: Any) -> None:

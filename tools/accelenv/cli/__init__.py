@@ -15,7 +15,7 @@ import contextlib
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING, NamedTuple, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO, cast
 
 from accelenv import __version__
 from accelenv.errors import AccelenvError, MatrixInvalidError
@@ -89,6 +89,9 @@ COMMANDS: dict[str, Entry] = {
     ),
     "prune": Entry(
         "images", "Remove accelenv images beyond the newest N per environment, or that the matrix no longer builds."
+    ),
+    "base": Entry(
+        "bases", "Make a local stand-in base (debootstrap) and point an environment at it, where no registry answers."
     ),
     # upstream: accelenv.cli.upstream
     "outdated": Entry(
@@ -189,6 +192,66 @@ def _run(argv: Sequence[str] | None, stdout: TextIO) -> int:
     if "--" in words:
         cut = words.index("--")
         words, trailing = words[:cut], words[cut + 1 :]
+    if "--json" in words and _selected(words) in JSON_ON_ERROR:  # stdout is one JSON document, whatever happens
+        return _json_on_error(words, trailing, stdout)
+    return _dispatch(words, trailing, stdout)
+
+
+JSON_ON_ERROR = frozenset({"build"})  # commands whose --json document stands also for a refusal or an error
+
+
+def _json_on_error(words: list[str], trailing: list[str] | None, stdout: TextIO) -> int:
+    """`_dispatch`, except that a run which ends in an error or a refused command line still prints one JSON
+    document on stdout: {"ok": false, "error": ..., "exit_code": ...} (the message also goes to stderr)."""
+    import io
+
+    from accelenv.cli.output import dump_json
+
+    buffer = io.StringIO()
+    captured = _Tee(sys.stderr)
+    previous, sys.stderr = sys.stderr, cast("TextIO", captured)
+    try:
+        code = _dispatch(words, trailing, buffer)
+    except SystemExit as exit_:  # argparse refused the command line (or --help)
+        code = exit_.code if isinstance(exit_.code, int) else 2
+        if code == 0:
+            stdout.write(buffer.getvalue())
+            raise
+    finally:
+        sys.stderr = previous
+    text = buffer.getvalue()
+    if code == 0 or text.strip().startswith("{"):
+        stdout.write(text)
+        return code
+    said = [line.removeprefix("accelenv: ") for line in captured.lines if line.startswith("accelenv")]
+    document = {"ok": False, "error": " ".join(said)[-2000:] or f"exit {code}", "exit_code": code}
+    dump_json({**document, "results": [], "not_built": [], "pulled": []}, stdout)
+    return code
+
+
+class _Tee:
+    """Standard error as it is, keeping what was written (the error message for the JSON document)."""
+
+    def __init__(self, target: TextIO | None) -> None:
+        self.target = target
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.lines.extend(text.splitlines())
+        del self.lines[:-40]
+        if self.target is not None:
+            self.target.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.target is not None:
+            self.target.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.target, name)
+
+
+def _dispatch(words: list[str], trailing: list[str] | None, stdout: TextIO) -> int:
     try:
         parser = build_parser(_selected(words))
         args, extra = parser.parse_known_args(words)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -165,6 +167,7 @@ class _OsLocker:
 
     def lock(self, matrix: Matrix, env: Environment, platform: str, *, native: str) -> str | None:
         """What happened to the OS lock of `env` for `platform`, or None when its base ships its Python."""
+        from accelenv.build import overrides
         from accelenv.build.engine import EngineError, RunSpec
         from accelenv.build.platforms import base_reference, emulation_problem, image_platform
         from accelenv.fileio import write_atomic
@@ -173,6 +176,7 @@ class _OsLocker:
             LockState,
             OsLock,
             apt_script,
+            os_lock_name,
             os_lock_path,
             os_lock_state,
             parse_apt_output,
@@ -180,13 +184,19 @@ class _OsLocker:
         )
         from accelenv.plan.render import os_packages
 
+        override = overrides.load(self.repo, matrix).get(env.id)  # a stand-in's lock lives beside its override
+        matrix = overrides.apply(matrix, env, override)
         packages = os_packages(matrix, env)
         if not packages:
             return None
         reference = matrix.runtimes[env.runtime].base_images[env.os].reference
-        path = os_lock_path(self.repo, env.id, platform)
+        if override:  # a stand-in's locks live beside its override, one per platform
+            path = overrides.override_lock_path(self.repo, env.id).with_name(os_lock_name(platform))
+        else:
+            path = os_lock_path(self.repo, env.id, platform)
         rel = path.relative_to(self.repo)
-        if os_lock_state(self.repo, env.id, reference, packages, platform) is LockState.CURRENT and not self.force:
+        state = os_lock_state(self.repo, env.id, reference, packages, platform, path=path)
+        if state is LockState.CURRENT and not self.force:
             return f"{rel}: current"
         warning = f"{rel}: not locked (warning: the image cannot be built until it is)"
         engine = self._engine()
@@ -197,10 +207,14 @@ class _OsLocker:
             return f"{warning}: {emulation}"
         local = base_reference(reference, platform, native=native)
         base = engine.image(local)
+        if base is None and override is None and platform == native:
+            with contextlib.suppress(EngineError):  # a registry out of reach: said below
+                engine.pull(reference, lambda line: sys.stderr.write(f"  {reference}: {line}\n"))
+            base = engine.image(reference)
         if base is None:
             return (
-                f"{warning}: its base {reference} for {platform} is not on this engine (as {local}); lock it "
-                "where it can be pulled"
+                f"{warning}: its base {reference} for {platform} is not on this engine (as {local}) and could not be "
+                f"pulled; lock it where it can be pulled, or on a local stand-in: accelenv base make {env.id}"
             )
         if image_platform(base) != platform:
             stated = base.architecture or "no architecture"
@@ -222,6 +236,7 @@ class _OsLocker:
         text = render_os_lock(
             env.id, packages, OsLock(base=reference, pin=pin, architecture=architecture, packages=tuple(found))
         )
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text, inside=self.repo)
         return f"{rel}: locked {len(found)} packages from {reference} ({pin[:19]})"
 
@@ -257,16 +272,19 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
             f"{image_rel!s:<24} {image_state}" + ("" if image_state == "current" else ": run accelenv lock") + "\n"
         )
         out.write(f"{len(rows) - len(stale) - len(unlocked)} current, {len(stale)} stale, {len(unlocked)} unlocked\n")
-    os_stale = [r for r in rows if str(r["os_packages"]).startswith("stale")]
+    os_stale = [r for r in rows if str(r["os_packages"]).startswith(("stale", "error"))]
     image_bad = image_state is LockState.STALE or (args.require_all and image_state is LockState.UNLOCKED)
     return 1 if stale or os_stale or image_bad or (args.require_all and unlocked) else 0
 
 
 def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
     """The state of an environment's OS package lock, as a line: None when its base ships its Python."""
+    from accelenv.build.overrides import committed_standin_lock
     from accelenv.plan.lock import OS_LOCK_NAME, LockState, os_lock_defect, os_lock_state
     from accelenv.plan.render import os_packages
 
+    if standin := committed_standin_lock(repo, env.id):
+        return f"error: {standin}: delete it (git rm envs/{env.id}/{OS_LOCK_NAME})"
     packages = os_packages(matrix, env)
     if not packages:
         return None
@@ -302,18 +320,24 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
 
         text = markdown(matrix)
     else:
+        from accelenv.fileio import read_text
+        from accelenv.matrix.load import find_matrix
         from accelenv.plan.lock import glibc_of, lock_state
         from accelenv.plan.page import html_page, page_data
+        from accelenv.plan.start import image_blockers, stamp_of
 
-        repo = repo_of(args)  # the page shows each environment's lock: read here, passed in as data
+        repo = repo_of(args)  # the page shows each environment's lock and what builds: read here, passed as data
         locks = {env.id: lock_state(repo, env, glibc_of(matrix, env)) for env in matrix.envs.values()}
+        images = image_blockers(repo, matrix)
         if args.format == "html":
-            text = html_page(matrix, locks=locks, repository=args.repository)
+            path = find_matrix(args.matrix)
+            stamp = stamp_of(path, read_text(path, what="matrix"))
+            text = html_page(matrix, locks=locks, repository=args.repository, images=images, stamp=stamp)
         else:
             import io
 
             buffer = io.StringIO()
-            dump_json(page_data(matrix, locks), buffer)
+            dump_json(page_data(matrix, locks, images), buffer)
             text = buffer.getvalue()
     if not args.output:
         if args.check:

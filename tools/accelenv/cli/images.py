@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from accelenv.build.context import BuildPlan
     from accelenv.build.engine import Engine
     from accelenv.build.prune import Current
+    from accelenv.build.readiness import BasePuller, Blocker
     from accelenv.matrix.model import Environment, Matrix
 
 
@@ -47,94 +48,6 @@ def _image_ref(args: argparse.Namespace, matrix: Matrix, env_id: str) -> str:
 # ---------------------------------------------------------------------------------------------------- build
 
 
-def _plan_one(
-    engine: Engine,
-    matrix: Matrix,
-    env: Environment,
-    *,
-    repo: Path,
-    matrix_text: str,
-    source_digest: str,
-    repository: str,
-    platform: str = "linux/amd64",
-    native: str = "linux/amd64",
-) -> BuildPlan | str:
-    """The build plan of `env` for `platform`, or why it cannot be built (no current lock, no base image of that
-    platform, OS packages unlocked, no emulation for a foreign platform)."""
-    from accelenv.build.context import BaseImage, BuildError, plan_build
-    from accelenv.build.platforms import base_reference, emulation_problem, image_platform
-    from accelenv.plan.lock import (
-        LockState,
-        glibc_of,
-        image_lock_path,
-        image_lock_state,
-        lock_state,
-        os_lock_path,
-        os_lock_state,
-        parse_os_lock,
-    )
-    from accelenv.plan.render import IMAGE_DEPENDENCIES, os_packages
-
-    state = lock_state(repo, env, glibc_of(matrix, env))
-    if state is not LockState.CURRENT:
-        return f"lock is {state}: run `accelenv lock {env.id}`"
-    image_state = image_lock_state(repo, IMAGE_DEPENDENCIES)
-    if image_state is not LockState.CURRENT:
-        return f"{image_lock_path(repo).relative_to(repo)} is {image_state}: run `accelenv lock`"
-    emulation = emulation_problem(platform, native=native)
-    if emulation is not None:
-        return emulation
-    reference = matrix.runtimes[env.runtime].base_images[env.os].reference
-    os_lock, os_text = None, ""
-    packages = os_packages(matrix, env)
-    lock_option = "" if platform == native else f" --platform {platform}"
-    if packages:
-        os_state = os_lock_state(repo, env.id, reference, packages, platform)
-        if os_state is LockState.STALE:
-            return f"its OS package lock is stale: run `accelenv lock {env.id}{lock_option}`"
-        if os_state is LockState.CURRENT:
-            path = os_lock_path(repo, env.id, platform)
-            os_text = read_text(path, what="OS package lock")
-            try:
-                os_lock = parse_os_lock(os_text, where=str(path.relative_to(repo)))
-            except ValueError as error:
-                return str(error)
-    local = base_reference(reference, platform, native=native)
-    found = engine.image(os_lock.pin if os_lock and platform == native else local)
-    if found is None:
-        if platform != native:
-            return (
-                f"its base image {reference} for {platform} is not on the engine as {local}: docker pull "
-                f"--platform {platform} {reference} && docker tag {reference} {local} (then pull {reference} "
-                "again for this machine's platform)"
-            )
-        return f"its base image {reference} is not on the engine: pull it (docker pull {reference}) or build it"
-    if image_platform(found) != platform:
-        return f"the engine's base {local} states {found.architecture or 'no architecture'}, not {platform}"
-    if os_lock and os_lock.pin not in (found.id, *found.digests):
-        return (
-            f"{os_lock_path(repo, env.id, platform).relative_to(repo)} was made from {reference} pinned "
-            f"{os_lock.pin}, but the engine's {local} is {found.id}: run `accelenv lock {env.id}{lock_option} --force`"
-        )
-    try:
-        return plan_build(
-            matrix,
-            env,
-            matrix_text=matrix_text,
-            lock=_lock_text(repo, env.id),
-            image_lock=read_text(image_lock_path(repo), what="lock file"),
-            accelenv_source=source_digest,
-            base=BaseImage(id=found.id, digest=found.digests[0] if found.digests else None, created=found.created),
-            os_lock=os_lock,
-            os_lock_text=os_text,
-            repository=repository,
-            platform=platform,
-            native=platform == native,
-        )
-    except BuildError as error:
-        return str(error)
-
-
 def _plans(
     engine: Engine,
     matrix: Matrix,
@@ -144,16 +57,21 @@ def _plans(
     repo: Path,
     matrix_text: str,
     source_digest: str,
-) -> tuple[list[BuildPlan], list[tuple[str, str]]]:
-    """The build plans of `envs`, and (env, reason) for each that cannot be planned now."""
+    pull: BasePuller | None = None,
+) -> tuple[list[BuildPlan], list[tuple[str, list[Blocker]]]]:
+    """The build plans of `envs` for the platforms asked for (`--platform`, default the engine's own), and (env,
+    every blocker) for each that cannot be planned now; a foreign platform's row is named `env (platform)`."""
+    from accelenv.build import overrides
     from accelenv.build.platforms import host_platform, platforms_for
+    from accelenv.build.readiness import plan_env
 
+    local = overrides.load(repo, matrix)
     native = host_platform(engine.info().arch)
     plans, unbuildable = [], []
     for env in envs:
         wanted = platforms_for(env, getattr(args, "platform", None), native=native)
         for platform in wanted:
-            planned = _plan_one(
+            planned = plan_env(
                 engine,
                 matrix,
                 env,
@@ -161,11 +79,14 @@ def _plans(
                 matrix_text=matrix_text,
                 source_digest=source_digest,
                 repository=args.repository,
+                overrides=local,
+                pull=pull,
+                push=bool(getattr(args, "push", None)),
                 platform=platform,
                 native=native,
             )
-            if isinstance(planned, str):
-                label = env.id if len(wanted) == 1 and platform == native else f"{env.id} ({platform})"
+            if isinstance(planned, list):
+                label = env.id if platform == native else f"{env.id} ({platform})"
                 unbuildable.append((label, planned))
             else:
                 plans.append(planned)
@@ -193,7 +114,7 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 
 def build_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: all locked ones)")
+    p.add_argument("envs", nargs="*", metavar="ENV", help="environments (default: every one)")
     p.add_argument("--push", metavar="REGISTRY", help="also push to REGISTRY (skipped when it has the content tag)")
     p.add_argument("--dry-run", action="store_true", help="say what would be built; build nothing")
     p.add_argument("--no-cache", action="store_true", help="build again, without the engine's layer cache")
@@ -215,9 +136,11 @@ def build_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace, out: TextIO) -> int:
+    """Exit 0 only when every asked environment (all of them without names) was built or is up to date."""
     from accelenv.build.context import build_order, find_source, source_hash
     from accelenv.build.engine import connect
     from accelenv.build.images import build_images, summary
+    from accelenv.build.readiness import BasePuller
     from accelenv.matrix.resolve import get_env
 
     matrix = matrix_of(args)
@@ -226,21 +149,32 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
     source = find_source()
     source_digest = source_hash(source)
     matrix_text = read_text(find_matrix(args.matrix), what="matrix")
-    engine = connect()
-    plans, unbuildable = _plans(
-        engine, matrix, envs, args, repo=repo, matrix_text=matrix_text, source_digest=source_digest
-    )
-    for env_id, reason in unbuildable:
-        out.write(f"{env_id}: not built: {reason}\n")
-    if args.envs and unbuildable:
-        engine.close()
-        raise UsageError(f"{len(unbuildable)} environment(s) cannot be built: {', '.join(e for e, _ in unbuildable)}")
-    with engine, _sigterm_interrupts():
+    progress = sys.stderr if args.json else out
+
+    def say(line: str) -> None:
+        progress.write(line + "\n")
+        progress.flush()
+
+    with connect() as engine, _sigterm_interrupts():
         info = engine.info()
-        progress = sys.stderr if args.json else out
-        progress.write(
-            f"engine: {info.host}, Docker {info.server_version}, API {info.api_version} ({info.os}/{info.arch})\n"
+        say(f"engine: {info.host}, Docker {info.server_version}, API {info.api_version} ({info.os}/{info.arch})")
+        puller = BasePuller(engine, say, enabled=not args.dry_run)
+        plans, unbuildable = _plans(
+            engine,
+            matrix,
+            envs,
+            args,
+            repo=repo,
+            matrix_text=matrix_text,
+            source_digest=source_digest,
+            pull=puller,
         )
+        for env_id, blockers in unbuildable:
+            say(f"{env_id}: not built ({len(blockers)} blocker{'' if len(blockers) == 1 else 's'}):")
+            for blocker in blockers:
+                say(f"  - {blocker.what}")
+                if blocker.fix:
+                    say(f"    fix: {blocker.fix}")
         results = build_images(
             engine,
             build_order(plans),
@@ -252,17 +186,33 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
             push=args.push,
             out=progress,
         )
+    failed = any(r.status == "failed" for r in results)
+    ok = not failed and not unbuildable
     if args.json:
         dump_json(
             {
+                "ok": ok,
+                "error": None,
                 "results": [r.as_json() for r in results],
-                "not_built": [{"env": e, "reason": r} for e, r in unbuildable],
+                "not_built": [
+                    {
+                        "env": e,
+                        "reason": "; ".join(b.line() for b in blockers),
+                        "blockers": [b.as_json() for b in blockers],
+                    }
+                    for e, blockers in unbuildable
+                ],
+                "pulled": puller.pulled,
             },
             out,
         )
     else:
-        out.write(summary(results) + "\n")
-    return 1 if any(r.status == "failed" for r in results) else 0
+        line = summary(results)
+        if unbuildable:
+            names = ", ".join(e for e, _ in unbuildable)
+            line += f"; {len(unbuildable)} not built ({names}): see the blockers above"
+        out.write(line + "\n")
+    return 0 if ok else 1
 
 
 # ---------------------------------------------------------------------------------------------------- verify
@@ -281,6 +231,7 @@ def verify_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def verify(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.build import overrides
     from accelenv.build.engine import connect
     from accelenv.build.images import verify_image
     from accelenv.build.platforms import arch_of, emulation_problem, host_platform, platforms_for
@@ -291,7 +242,8 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
     env = get_env(matrix, args.env)
     reference = _image_ref(args, matrix, env.id)
     lock = _lock_text(repo_of(args), env.id)
-    with connect() as engine:
+    override = overrides.load(repo_of(args), matrix).get(env.id)
+    with connect() as engine:  # an image built on a local stand-in is judged as that build saw the matrix
         native = host_platform(engine.info().arch)
         (platform,) = platforms_for(env, args.platform, native=native) if args.platform else (native,)
         if platform != native:
@@ -300,7 +252,9 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
                 raise UsageError(f"cannot start the {platform} image of {env.id}: {problem}")
             if not args.image:
                 reference = f"{reference}-{arch_of(platform)}"
-        found = verify_image(engine, matrix, env, reference, lock, platform=platform)
+        found = verify_image(engine, overrides.apply(matrix, env, override), env, reference, lock, platform=platform)
+    if override is not None:
+        found.append(overrides.standin_finding(matrix, env, override))
     result = verdict_json(env.id, found, source=f"image {reference}")
     if args.json:
         dump_json(result, out)
@@ -417,7 +371,7 @@ def _current(engine: Engine, args: argparse.Namespace) -> Current:
     )
     tags: dict[str, str | None] = {p.env: p.content_tag for p in plans}
     tags.update({env: None for env, _ in unbuildable})
-    return Current(content_tags=tags, unknown=dict(unbuildable))
+    return Current(content_tags=tags, unknown={env: "; ".join(b.line() for b in bs) for env, bs in unbuildable})
 
 
 def _one_line(text: str) -> str:
@@ -490,7 +444,10 @@ COMMANDS = {
         "  accelenv build cpu-py311 --json\n  accelenv build --dry-run\n"
         "  accelenv build gpu-nvidia-cu132 --push registry.example.com/team\n\n"
         "Images are tagged <repository>:<env>-<content hash> and <repository>:<env>-<wheel tag>-py<python>;\n"
-        "an image whose content tag exists is not built again. Logs: .accelenv/build-logs/<env>.log",
+        "an image whose content tag exists is not built again. Logs: .accelenv/build-logs/<env>.log\n"
+        "A base missing from the engine is pulled (by digest where pinned); with no registry in reach, see\n"
+        "`accelenv base make ENV`. Exit 0 only when every environment asked for (all without names) is built or up\n"
+        "to date; each one that is not is listed with every blocker and its fix. --json: one document on stdout.",
         arguments=build_arguments,
         run=build,
     ),

@@ -47,6 +47,9 @@ def validate_arguments(p: argparse.ArgumentParser) -> None:
         help="treat every warning as an error, also those that need registry or index access to fix "
         "(unpinned base images: `accelenv pin`; missing or stale locks: `accelenv lock`): before a release",
     )
+    p.add_argument(
+        "--verbose", action="store_true", help="every registry warning on its own line (default: one line per kind)"
+    )
 
 
 def validate(args: argparse.Namespace, out: TextIO) -> int:
@@ -67,27 +70,31 @@ def validate(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         dump_json([p.as_json() for p in problems], out)
         return 1 if errors else 0
-    for problem in problems:
-        out.write(problem.render(validation.source) + "\n")
+    from accelenv.cli.problems_text import problem_lines
+
     warnings = len(problems) - errors
     registry = sum(1 for p in problems if not p.is_error and p.category is Category.REGISTRY)
     counts = f"{warnings} warning(s)" + (f", {registry} of them need registry access (--release)" if registry else "")
-    if errors:
-        out.write(f"{validation.source}: invalid: {errors} error(s), {counts}\n")
-        return 1
     m = validation.matrix
-    if m is None:  # cannot happen: no errors means the model was built
+    if errors:
+        summary = f"{validation.source}: invalid: {errors} error(s), {counts}"
+    elif m is None:  # cannot happen: no errors means the model was built
         raise AccelenvError(f"{validation.source}: the matrix could not be read")
-    out.write(
-        f"{validation.source}: valid: {len(m.families)} families, {len(m.skus)} SKUs, {len(m.runtimes)} runtimes, "
-        f"{len(m.envs)} environments; {counts}\n"
-    )
-    return 0
+    else:
+        summary = (
+            f"{validation.source}: valid: {len(m.families)} families, {len(m.skus)} SKUs, {len(m.runtimes)} "
+            f"runtimes, {len(m.envs)} environments; {counts}"
+        )
+    for line in problem_lines(problems, validation.source, summary, verbose=args.verbose):
+        out.write(line + "\n")
+    return 1 if errors else 0
 
 
 def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
     """Environments without a current lock, as warnings: their sessions and builds cannot run until locked. That
-    is the requirements lock, and the OS-package lock where the base image lacks the environment's Python."""
+    is the requirements lock, and the OS-package lock where the base image lacks the environment's Python. An
+    OS-package lock made against a local stand-in base in envs/<env>/ is an error."""
+    from accelenv.build.overrides import committed_standin_lock
     from accelenv.matrix.problems import Problem, Severity
     from accelenv.plan.lock import (
         LockState,
@@ -114,6 +121,8 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
                     rule="lock",
                 )
             )
+        if standin := committed_standin_lock(repo, env.id):  # never the real base's lock
+            problems.append(Problem(path=f"envs.{env.id}", message=f"{standin}; delete it", rule="lock"))
         runtime = matrix.runtimes.get(env.runtime)
         if runtime is None or env.os not in runtime.base_images:  # an error `validate` already reports
             continue

@@ -738,6 +738,8 @@ def schema_errors(document: object) -> list[SchemaError]:
             path, message = _explain(leaf)
             # a repeated pin is the requirements rule's to report ("already required at packages[0]")
             keeps = leaf.validator == "uniqueItems" and leaf.absolute_path and leaf.absolute_path[-1] != "packages"
+            # an unknown key: the model is built from the known ones, so the rules still judge the entry
+            keeps = keeps or leaf.validator == "additionalProperties"
             found.append(SchemaError(path, message, bool(keeps)))
     return found
 

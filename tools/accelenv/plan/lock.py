@@ -332,11 +332,18 @@ def parse_os_lock(text: str, *, where: str) -> OsLock:
 
 
 def os_lock_state(
-    repo: Path, env_id: str, base: str, packages: tuple[str, ...], platform: str = "linux/amd64"
+    repo: Path,
+    env_id: str,
+    base: str,
+    packages: tuple[str, ...],
+    platform: str = "linux/amd64",
+    *,
+    path: Path | None = None,
 ) -> LockState:
     """CURRENT when the lock was made for this base and these packages and every line of it reads (a lock whose
-    body was damaged is STALE: `os_lock_defect` says where), and it covers the platform's architecture."""
-    path = os_lock_path(repo, env_id, platform)
+    body was damaged is STALE: `os_lock_defect` says where), and it covers the platform's architecture. `path`:
+    another place than envs/<env>/ (a local base override keeps its lock beside it)."""
+    path = path or os_lock_path(repo, env_id, platform)
     text = read_lock(repo, path, what="OS package lock")
     if text is None:
         return LockState.UNLOCKED
@@ -346,9 +353,9 @@ def os_lock_state(
     return LockState.STALE if _os_lock_defect(text, repo, path, platform) else LockState.CURRENT
 
 
-def os_lock_defect(repo: Path, env_id: str, platform: str = "linux/amd64") -> str | None:
+def os_lock_defect(repo: Path, env_id: str, platform: str = "linux/amd64", *, path: Path | None = None) -> str | None:
     """What is wrong with the body of an environment's OS lock (file:line and what), or None when it reads."""
-    path = os_lock_path(repo, env_id, platform)
+    path = path or os_lock_path(repo, env_id, platform)
     text = read_lock(repo, path, what="OS package lock")
     return None if text is None else _os_lock_defect(text, repo, path, platform)
 

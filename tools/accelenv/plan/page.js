@@ -165,8 +165,33 @@ function applyFilter() {
 
 // ------------------------------------------------------------------------------------------------ picker
 
-function pick(id) {
-  const sku = skus.get(id) || data.skus[0];
+// The SKU the page follows: the one picked (menu, SKU link, #sku=), else the first SKU the search leaves in the
+// grid, else none: then the page asks the reader to pick or search instead of guessing one for them.
+function followed() {
+  if (state.sku) return skus.get(state.sku);
+  if (!state.q.trim()) return null;
+  const row = $$(".grid tbody tr[data-sku]").find(r => !r.hidden && !r.closest(".family").hidden);
+  return row ? skus.get(row.dataset.sku) || null : null;
+}
+
+function pickNone() {
+  select.value = "";
+  delete document.body.dataset.sku;
+  document.getElementById("pick-name").textContent = "no accelerator picked";
+  document.getElementById("pick-meta").textContent = "Pick your accelerator above, or search for it.";
+  document.querySelector("#result tbody").replaceChildren();
+  for (const tr of $$(".grid tbody tr")) tr.classList.remove("picked");
+  document.getElementById("start-sku").textContent = "your accelerator";
+  document.getElementById("start-driver-label").hidden = true;
+  document.getElementById("start-body").hidden = true;
+  document.getElementById("start-none").hidden = true;
+  document.getElementById("start-prompt").hidden = false;
+}
+
+function pick() {
+  const sku = followed();
+  if (!sku) { pickNone(); return; }
+  document.getElementById("start-prompt").hidden = true;
   select.value = sku.id;
   document.body.dataset.sku = sku.id;
   document.getElementById("pick-name").textContent = sku.name;
@@ -375,16 +400,25 @@ function renderStart(sku) {
     const item = el("li", "step");
     const head = el("p", "step-label", step.label);
     if (step.note) head.append(" ", el("span", "muted", "(" + step.note + ")"));
+    // A step that would fail now is not offered to copy: it says why, and offers the step that makes it work.
+    const unavailable = step.available === false;
+    if (unavailable) {
+      item.classList.add("unavailable");
+      item.dataset.available = "false";
+      head.append(" ", el("span", "badge unavailable", "not available now"));
+      item.append(head, el("p", "step-why", step.why + (step.fix ? "; first:" : "")));
+      if (!step.fix) { steps.append(item); continue; }
+    }
     const box = el("div", "code");
     const pre = el("pre");
     const code = el("code");
-    step.text.split("\n").forEach((line, i) => {
+    (unavailable ? step.fix : step.text).split("\n").forEach((line, i) => {
       if (i) code.append(el("span", "nl", "\n"));  // textContent keeps the line break; the spans show it
       code.append(el("span", "line", line));
     });
     pre.append(code);
-    box.append(pre, copyButton(code, step.label));
-    item.append(head, box);
+    box.append(pre, copyButton(code, unavailable ? step.fix : step.label));
+    if (unavailable) item.append(box); else item.append(head, box);
     steps.append(item);
   }
 }
@@ -436,7 +470,7 @@ function choose(td) {
   if (state.sku !== td.closest("tr").dataset.sku) state.env = null;
   state.sku = td.closest("tr").dataset.sku;
   writeHash();
-  pick(state.sku);
+  pick();
   explain(td);
 }
 
@@ -468,25 +502,26 @@ for (const section of $$(".family")) {
       state.drivers[section.dataset.family] = input.value.trim();
       writeHash();
       applyDrivers();
-      pick(state.sku);
+      pick();
     });
   }
 }
 
 // ------------------------------------------------------------------------------------------------ wiring
 
-search.addEventListener("input", () => { state.q = search.value; writeHash(); applyFilter(); });
+search.addEventListener("input", () => { state.q = search.value; writeHash(); applyFilter(); pick(); });
 search.addEventListener("keydown", event => {
-  if (event.key === "Escape") { search.value = ""; state.q = ""; writeHash(); applyFilter(); }
+  if (event.key === "Escape") { search.value = ""; state.q = ""; writeHash(); applyFilter(); pick(); }
 });
-select.addEventListener("change", () => { state.sku = select.value; state.env = null; writeHash(); pick(state.sku); });
+select.addEventListener("change", () => { state.sku = select.value || null; state.env = null; writeHash(); pick(); });
 const startDriver = document.getElementById("start-driver");
 startDriver.addEventListener("input", () => {
   const sku = skus.get(select.value);
+  if (!sku) return;
   state.drivers[sku.family] = startDriver.value.trim();
   writeHash();
   applyDrivers();
-  pick(state.sku);
+  pick();
 });
 document.getElementById("start").hidden = false;
 document.addEventListener("keydown", event => {
@@ -506,12 +541,12 @@ document.addEventListener("click", event => {
     if (state.sku !== id.slice(4)) state.env = null;
     state.sku = id.slice(4);
     writeHash();
-    pick(state.sku);
+    pick();
   }
   target.scrollIntoView();
   if (!target.matches("a, button, input, select, textarea, [tabindex]")) target.tabIndex = -1;
   target.focus({ preventScroll: true });
 });
-function render() { readHash(); applyDrivers(); applyFilter(); pick(state.sku); }
+function render() { readHash(); applyDrivers(); applyFilter(); pick(); }
 window.addEventListener("hashchange", render);
 render();

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from accelenv.matrix import DriverRule, Environment, Matrix, Sku
+    from accelenv.plan.start import Stamp, Unavailable
 
 Status = Literal["runs", "warn", "no"]
 LOCK_LABELS = {LockState.CURRENT: "locked", LockState.STALE: "stale", LockState.UNLOCKED: "not locked"}
@@ -130,6 +131,9 @@ class Step:
     label: str
     text: str
     note: str = ""
+    available: bool = True  # False: it would fail now (`plan.start.gate`), `why` says why and `fix` what to do
+    why: str = ""
+    fix: str = ""
 
 
 def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, session: str) -> list[Step]:
@@ -175,9 +179,15 @@ def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, sessio
     return steps
 
 
-def page_data(matrix: Matrix, locks: Mapping[str, LockState] | None) -> dict[str, Any]:
-    """What the script needs: each SKU's cells (the picker), each environment's driver rule (the driver check)."""
+def page_data(
+    matrix: Matrix, locks: Mapping[str, LockState] | None, images: Mapping[str, Unavailable | None] | None = None
+) -> dict[str, Any]:
+    """What the script needs: each SKU's cells (the picker), each environment's driver rule (the driver check).
+    `images`: why each environment's image cannot be built now (`plan.start.image_blockers`; absent: unknown)."""
+    from accelenv.plan.start import gate
+
     locks = locks or {}
+    images = images or {}
     sessions: dict[str, str] = {}
     for spec in session_specs(matrix):  # a default environment's first session is its family's
         sessions.setdefault(spec.env, spec.name)
@@ -196,7 +206,10 @@ def page_data(matrix: Matrix, locks: Mapping[str, LockState] | None) -> dict[str
             "lock": LOCK_LABELS[lock] if lock else None,
             "steps": [
                 {"label": s.label, "text": s.text, "note": s.note}
-                for s in start_steps(matrix, env, lock, sessions.get(env.id, env.id))
+                | ({} if s.available else {"available": False, "why": s.why, "fix": s.fix})
+                for s in gate(
+                    start_steps(matrix, env, lock, sessions.get(env.id, env.id)), env, lock, images.get(env.id)
+                )
             ],
             "driver": {
                 "min": str(rule.min) if rule.min else None,
@@ -344,6 +357,10 @@ def _start() -> list[str]:
             "</label>"
         ),
         "</div>",
+        (
+            '<p id="start-prompt" class="start-prompt" hidden>Pick your accelerator above, or search for it (a SKU '
+            "name or PCI id): this section then names the environment to use and the commands that work for it now.</p>"
+        ),
         '<div id="start-body" class="start-body">',
         (
             '<div class="start-choose"><p class="start-sub" id="start-envs-label">Environments that run here, best '
@@ -486,8 +503,18 @@ def _asset(name: str) -> str:
     return files("accelenv.plan").joinpath(name).read_text(encoding="utf-8")
 
 
-def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, repository: str = "accelenv") -> str:
-    """The page. `locks` maps environment ids to their lock state (absent: not shown)."""
+def html_page(
+    matrix: Matrix,
+    *,
+    locks: Mapping[str, LockState] | None = None,
+    repository: str = "accelenv",
+    images: Mapping[str, Unavailable | None] | None = None,
+    stamp: Stamp | None = None,
+) -> str:
+    """The page. `locks` maps environment ids to their lock state (absent: not shown); `images`, why an
+    environment's image cannot be built now; `stamp`, what the page was made from (`plan.start`)."""
+    from accelenv.plan.start import stamp_html
+
     locks = dict(locks or {})
     n_runs = sum(
         1
@@ -495,7 +522,9 @@ def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, r
         for env in matrix.envs.values()
         if env.family == sku.family and verdict(matrix, sku, env)[0]
     )
-    options = "".join(f'<option value="{_e(s.id)}">{_e(s.name)} ({_e(s.arch)})</option>' for s in matrix.skus.values())
+    options = '<option value="">Pick your accelerator\u2026</option>' + "".join(
+        f'<option value="{_e(s.id)}">{_e(s.name)} ({_e(s.arch)})</option>' for s in matrix.skus.values()
+    )
     legend = "".join(
         f'<li><span class="c" data-status="{k}"><span class="sym">{SYMBOLS[k]}</span>'
         f'<span class="word">{k}</span></span> {_e(v)}</li>'
@@ -521,7 +550,9 @@ def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, r
         (
             f'<p class="muted">{len(matrix.skus)} SKUs \u00b7 {len(matrix.envs)} environments \u00b7 '
             f"{len(matrix.families)} families \u00b7 {n_runs} SKU\u2013environment pairs that run. Generated "
-            "from <code>matrix.toml</code> by <code>accelenv report --format html</code>.</p></div>"
+            "from <code>matrix.toml</code> by <code>accelenv report --format html</code>.</p>"
+            + stamp_html(stamp)
+            + "</div>"
         ),
         '<div class="controls" role="search">',
         (
@@ -555,7 +586,7 @@ def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, r
         *_sources(matrix),
         "</main>",
         f'<footer class="muted">{_e(GENERATED.format(format="html"))}</footer>',
-        f'<script id="data" type="application/json">{script_json(page_data(matrix, locks))}</script>',
+        f'<script id="data" type="application/json">{script_json(page_data(matrix, locks, images))}</script>',
         "<script>",
         _asset("page.js").rstrip(),
         "</script>",

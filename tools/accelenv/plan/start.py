@@ -1,0 +1,146 @@
+"""What the page's "Get started" may recommend for an environment in its current state, and the page's stamp.
+
+A step that would fail now (a nox session without a current lock, `accelenv build` of an environment whose OS
+package lock is missing) is not offered as a command to copy: it is shown as not available, with why and the
+step that makes it available. The repository is read by `image_blockers` and `stamp_of` (edges, called by the
+command line); `gate` and `stamp_html` are pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import html
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from accelenv.plan.lock import LockState
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from accelenv.matrix.model import Environment, Matrix
+    from accelenv.plan.page import Step
+
+GIT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unavailable:
+    """Why a step cannot be taken now, and what makes it possible."""
+
+    why: str
+    fix: str
+
+
+def image_blockers(repo: Path, matrix: Matrix) -> dict[str, Unavailable | None]:
+    """Per environment, why `accelenv build ENV` would refuse now from this checkout (None: it builds, pulling
+    its base from the registry the matrix names): a lock that is not current, an OS package lock that is missing
+    or stale where the base lacks the environment's Python, or a stand-in's lock in the committed place."""
+    from accelenv.build.overrides import committed_standin_lock
+    from accelenv.plan.lock import OS_LOCK_NAME, glibc_of, lock_state, os_lock_state
+    from accelenv.plan.render import os_packages
+
+    found: dict[str, Unavailable | None] = {}
+    for env in matrix.envs.values():
+        reasons = []
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        if state is not LockState.CURRENT:
+            reasons.append("it has no lock" if state is LockState.UNLOCKED else "its lock is stale")
+        if committed_standin_lock(repo, env.id):
+            reasons.append(f"its {OS_LOCK_NAME} was made against a local stand-in base")
+        packages = os_packages(matrix, env)
+        if packages:
+            base = matrix.runtimes[env.runtime].base_images[env.os].reference
+            os_state = os_lock_state(repo, env.id, base, packages)
+            if os_state is not LockState.CURRENT:
+                what = "has no" if os_state is LockState.UNLOCKED else "has a stale"
+                reasons.append(f"its base {base} lacks Python {env.python} and it {what} {OS_LOCK_NAME}")
+        found[env.id] = (
+            Unavailable(why=f"accelenv build refuses it now: {'; '.join(reasons)}", fix=f"accelenv lock {env.id}")
+            if reasons
+            else None
+        )
+    return found
+
+
+def gate(steps: list[Step], env: Environment, lock: LockState | None, image: Unavailable | None) -> list[Step]:
+    """`steps` with those that would fail now marked not available: the nox session and the build need a
+    current lock (a lock state the page does not know leaves them offered); the build needs what `image_blockers`
+    found."""
+    lock_fix = f"accelenv lock {env.id}"
+    lock_why = {
+        LockState.UNLOCKED: f"envs/{env.id}/requirements.lock does not exist",
+        LockState.STALE: f"envs/{env.id}/requirements.lock is stale (the matrix changed)",
+    }
+    gated = []
+    for step in steps:
+        blocker: Unavailable | None = None
+        if step.text.startswith("nox ") and lock in lock_why:
+            blocker = Unavailable(why=f"the session aborts: {lock_why[lock]}", fix=lock_fix)
+        elif step.text.startswith("accelenv build "):
+            lock_blocker = (
+                Unavailable(why=f"accelenv build refuses it: {lock_why[lock]}", fix=lock_fix)
+                if lock in lock_why
+                else None
+            )
+            blocker = image or lock_blocker
+        gated.append(
+            step if blocker is None else dataclasses.replace(step, available=False, why=blocker.why, fix=blocker.fix)
+        )
+    return gated
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stamp:
+    """What a copy of the page was made from: the matrix's content hash, its commit (None: not committed, or
+    no git), and when."""
+
+    matrix_sha256: str
+    commit: str | None
+    date: str  # the commit's date; the day the page was made when the matrix is not committed as it is
+
+
+def stamp_of(matrix_path: Path, text: str, *, today: str | None = None) -> Stamp:
+    """The stamp of the matrix at `matrix_path` whose text is `text`: its commit when git knows the file and
+    it has no uncommitted change."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    commit = date = None
+    folder = str(matrix_path.parent)
+    try:
+        status = _git(folder, "status", "--porcelain", "--", matrix_path.name)
+        if status is not None and not status.strip():
+            commit = _git(folder, "log", "-1", "--format=%H", "--", matrix_path.name)
+            date = _git(folder, "log", "-1", "--format=%cs", "--", matrix_path.name) if commit else None
+    except OSError:
+        commit = None
+    commit = (commit or "").strip() or None
+    return Stamp(
+        matrix_sha256=digest,
+        commit=commit,
+        date=(date or "").strip() if commit else today or datetime.now(UTC).date().isoformat(),
+    )
+
+
+def _git(folder: str, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", folder, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def stamp_html(stamp: Stamp | None) -> str:
+    """The page's stamp line, or "" without one."""
+    if stamp is None:
+        return ""
+    commit = f"commit {stamp.commit[:12]}" if stamp.commit else "uncommitted"
+    return (
+        f'<p id="stamp" class="muted" data-matrix-sha256="{stamp.matrix_sha256}" '
+        f'data-commit="{html.escape(stamp.commit or "")}">Matrix sha256:{stamp.matrix_sha256[:16]} \u00b7 '
+        f"{commit} \u00b7 {html.escape(stamp.date)}</p>"
+    )
