@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.check.framework import framework_findings
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.report import PASSTHROUGH_DRIVERS
 from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, canonical_name, release_line
@@ -68,6 +69,7 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))
+        findings += framework_findings(matrix, env, report)
         findings += list(_limits(family, report, required_unlimited=env.requires.memlock_unlimited))
     return findings
 
@@ -186,7 +188,8 @@ def _python(env: Environment, report: HostReport) -> Finding:
         expected=env.python,
         found=report.python.version,
         message=f"{env.id} is pinned for Python {env.python}, this is Python {report.python.version}",
-        fix=f"run under python{env.python} (nox -s {env.id} creates it)",
+        fix=f"run under Python {env.python}: with it installed (`uv python install {env.python}`), "
+        f"`nox -s {env.id}` checks again from a virtualenv made with it",
     )
 
 
