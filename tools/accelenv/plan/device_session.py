@@ -170,17 +170,13 @@ def _host_has_framework(session: Any, env: Environment, bin_dir: Path, flags: li
         return True
     if finding.get("found") == "not installed":
         session.log(
-            f"the host's Python {env.python} has no {framework.name}: {env.id}'s framework comes from "
-            f"{origin_of(env)}, so its device tests run inside the environment's image"
+            f"the host's Python {env.python} has no {framework.name}: {env.id}'s framework, {declared(framework)}, "
+            f"comes from its base image, so its device tests run inside the environment's image"
         )
         return False
     session.run(str(bin_dir / "accelenv"), "check", env.id, *flags, external=True)  # prints the verdict, fails
     session.error(f"the host has another {framework.name} than {declared(framework)}: {finding.get('message')}")
     return False  # pragma: no cover - session.error raises
-
-
-def origin_of(env: Environment) -> str:
-    return "its base image" if env.framework is None else f"its base image ({declared(env.framework)})"
 
 
 def _in_image(
