@@ -767,7 +767,8 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 expected=pin,
                 found="not installed",
                 message=f"{written} is not installed",
-                fix=f"install the environment's lock (nox -s {env.id})",
+                fix=f"install the environment's lock into this Python: pip install --require-hashes -r "
+                f"envs/{env.id}/requirements.lock (`nox -s {env.id}` does so in a virtualenv of its own)",
             )
         elif len(versions) > 1:
             yield Finding(
@@ -790,7 +791,8 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 expected=pin,
                 found=versions[0],
                 message=f"{written} {versions[0]} is installed, {env.id} pins {pin}{label_note}",
-                fix=f"install the environment's lock (nox -s {env.id}); a plain pip install may pull another build",
+                fix=f"install the environment's lock into this Python: pip install --require-hashes -r "
+                f"envs/{env.id}/requirements.lock (a plain pip install may pull another build)",
             )
 
 

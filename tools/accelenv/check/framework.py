@@ -38,7 +38,10 @@ def where_to_get_it(matrix: Matrix, env: Environment) -> str:
     """The one step that puts the framework where the tests run."""
     framework = env.framework
     if framework is None or framework.source is FrameworkSource.LOCK:
-        return f"install the environment's lock (nox -s {env.id} does)"
+        return (
+            f"install the environment's lock into this Python: pip install --require-hashes -r "
+            f"envs/{env.id}/requirements.lock (`nox -s {env.id}` does so in a virtualenv of its own)"
+        )
     return (
         f"run inside the environment's image (nox -s {env.id} runs its device tests there through `accelenv run`; "
         f"`accelenv build {env.id}` makes the image), or on a host whose Python has the vendor's {framework.name}"
