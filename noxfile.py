@@ -9,6 +9,7 @@ nox -l                   every session with its family, runtime and Python
 
 from __future__ import annotations
 
+import atexit
 import sys
 from pathlib import Path
 
@@ -19,14 +20,26 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from accelenv.errors import MatrixInvalidError  # noqa: E402 - the package is found through tools/ above
 from accelenv.matrix import read_matrix  # noqa: E402
-from accelenv.plan.sessions import run_environment, session_specs  # noqa: E402
+from accelenv.plan.device_session import run_environment  # noqa: E402
+from accelenv.plan.sessions import session_specs  # noqa: E402
 
 nox.needs_version = ">=2024.10"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["lint", "tests"]
 nox.options.error_on_missing_interpreters = True
 
-PYTHON = "3.11"
+# The sessions that run accelenv's own code use the Python running nox: any supported one (3.11 or newer; this
+# file imports accelenv, which needs that too), Debian 12's 3.11 and Ubuntu 24.04's 3.12 alike.
+PYTHON = None
+CLOSING: list[str] = []  # not-a-hardware-pass lines, printed after nox's own summary so they are the last lines
+
+
+@atexit.register
+def _closing_lines() -> None:
+    for line in CLOSING:
+        print(f"nox > {line}", file=sys.stderr, flush=True)
+
+
 LINTED = ["tools", "tests", "noxfile.py", "benchmarks"]
 
 
@@ -69,13 +82,14 @@ def outdated(session: nox.Session) -> None:
     session.run("accelenv", "outdated", "--format", "github", *session.posargs)
 
 
-def _register(name: str, env_id: str, description: str) -> None:
+def _register(name: str, env_id: str, description: str, variants: tuple[str, ...]) -> None:
     def body(session: nox.Session) -> None:
-        run_environment(session, MATRIX, env_id, REPO)
+        run_environment(session, MATRIX, env_id, REPO, variants=variants, on_closing_line=CLOSING.append)
 
     body.__doc__ = description
     # The session's own virtualenv uses the Python that runs nox: the host check needs nothing more. The
-    # environment's Python (in the description) is looked for after the host check passes.
+    # environment's Python (in the description) is looked for after the host check passes; a family session
+    # takes a Python variant of its environment (cpu-py312 for cpu-py311) when only that one's Python is here.
     nox.session(name=name, default=False)(body)
 
 
@@ -85,4 +99,4 @@ except MatrixInvalidError as error:  # nox -l still works; `accelenv validate` s
     print(f"noxfile: matrix.toml cannot be read ({error}); environment sessions are not registered", file=sys.stderr)
 else:
     for spec in session_specs(MATRIX):
-        _register(spec.name, spec.env, spec.description)
+        _register(spec.name, spec.env, spec.description, spec.variants)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 
-import pytest
+from devicekit import Expected, need_module
 
 FAMILY = "cpu"
 
 
-def test_ray_runs_tasks_on_cpu() -> None:
-    ray = pytest.importorskip("ray")
+def test_ray_runs_tasks_on_cpu(expected: Expected) -> None:
+    ray = need_module(expected, "ray", from_lock=True)
     cpus = min(2, os.cpu_count() or 1)
     ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     try:

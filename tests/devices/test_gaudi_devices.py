@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-from devicekit import Expected, need_devices
+from devicekit import Expected, need_devices, need_module
 
 FAMILY = "gaudi"
 
 
 def test_devices_and_matmul(expected: Expected) -> None:
-    hthpu = pytest.importorskip("habana_frameworks.torch.hpu")
-    torch = pytest.importorskip("torch")
+    hthpu = need_module(expected, "habana_frameworks.torch.hpu")
+    torch = need_module(expected, "torch")
     count = hthpu.device_count()
     need_devices(expected, count)
     a = torch.randn(128, 128)
@@ -20,8 +19,8 @@ def test_devices_and_matmul(expected: Expected) -> None:
 
 
 def test_ray_reports_hpus(expected: Expected) -> None:
-    ray = pytest.importorskip("ray")
-    hthpu = pytest.importorskip("habana_frameworks.torch.hpu")
+    ray = need_module(expected, "ray", from_lock=True)
+    hthpu = need_module(expected, "habana_frameworks.torch.hpu")
     need_devices(expected, hthpu.device_count())
     ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-from devicekit import Expected, need_devices
+from devicekit import Expected, need_devices, need_module
 
 FAMILY = "neuron"
 
 
 def test_compute_on_a_neuron_core(expected: Expected) -> None:
-    pytest.importorskip("torch_neuronx")
-    torch = pytest.importorskip("torch")
-    xm = pytest.importorskip("torch_xla.core.xla_model")
+    need_module(expected, "torch_neuronx")
+    torch = need_module(expected, "torch")
+    xm = need_module(expected, "torch_xla.core.xla_model")
     need_devices(expected, expected.device_count)  # neuron-ls devices; cores are counted by Ray below
     device = xm.xla_device()
     a = torch.ones(64, 64)
@@ -20,8 +19,8 @@ def test_compute_on_a_neuron_core(expected: Expected) -> None:
 
 
 def test_ray_reports_neuron_cores(expected: Expected) -> None:
-    ray = pytest.importorskip("ray")
-    pytest.importorskip("torch_neuronx")
+    ray = need_module(expected, "ray", from_lock=True)
+    need_module(expected, "torch_neuronx")
     need_devices(expected, expected.device_count)
     ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:

@@ -4,13 +4,13 @@ NCCL all-reduce across them, and Ray reports them with an accelerator type."""
 from __future__ import annotations
 
 import pytest
-from devicekit import Expected, need_devices
+from devicekit import Expected, need_devices, need_module
 
 FAMILY = "nvidia"
 
 
 def test_devices_and_architectures(expected: Expected) -> None:
-    torch = pytest.importorskip("torch")
+    torch = need_module(expected, "torch")
     assert torch.version.cuda, f"torch {torch.__version__} is not a CUDA build"
     need_devices(expected, torch.cuda.device_count())
     for index in range(torch.cuda.device_count()):
@@ -21,7 +21,7 @@ def test_devices_and_architectures(expected: Expected) -> None:
 
 
 def test_matmul_on_every_device(expected: Expected) -> None:
-    torch = pytest.importorskip("torch")
+    torch = need_module(expected, "torch")
     need_devices(expected, torch.cuda.device_count())
     a = torch.randn(256, 256, dtype=torch.float32)
     b = torch.randn(256, 256, dtype=torch.float32)
@@ -33,7 +33,7 @@ def test_matmul_on_every_device(expected: Expected) -> None:
 
 
 def test_all_reduce_across_devices(expected: Expected) -> None:
-    torch = pytest.importorskip("torch")
+    torch = need_module(expected, "torch")
     count = torch.cuda.device_count()
     need_devices(expected, count)
     if count < 2:
@@ -48,8 +48,8 @@ def test_all_reduce_across_devices(expected: Expected) -> None:
 
 
 def test_ray_reports_the_gpus(expected: Expected) -> None:
-    ray = pytest.importorskip("ray")
-    torch = pytest.importorskip("torch")
+    ray = need_module(expected, "ray", from_lock=True)
+    torch = need_module(expected, "torch")
     need_devices(expected, torch.cuda.device_count())
     ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:

@@ -4,13 +4,13 @@ the chips."""
 from __future__ import annotations
 
 import pytest
-from devicekit import Expected, missing_hardware_allowed
+from devicekit import NO_DEVICE, Expected, missing_hardware_allowed, need_module
 
 FAMILY = "tpu"
 
 
-def _tpus() -> list[object]:
-    jax = pytest.importorskip("jax")
+def _tpus(expected: Expected) -> list[object]:
+    jax = need_module(expected, "jax")
     try:
         return list(jax.devices("tpu"))
     except RuntimeError:  # jax raises when the backend has no TPU
@@ -20,13 +20,13 @@ def _tpus() -> list[object]:
 def _need_tpus(expected: Expected, devices: list[object]) -> None:
     """JAX exposes one or two devices per chip (TensorCores); the host counts chips."""
     if not devices and expected.device_count == 0 and missing_hardware_allowed():
-        pytest.skip("no TPU on this host (allowed by --skip-missing-hardware)")
+        pytest.skip(f"{NO_DEVICE}: the host has no TPU (allowed by --skip-missing-hardware)")
     assert devices, "JAX sees no TPU device"
     assert len(devices) >= expected.device_count, f"JAX sees {len(devices)} devices for {expected.device_count} chips"
 
 
 def test_devices_and_generation(expected: Expected) -> None:
-    devices = _tpus()
+    devices = _tpus(expected)
     _need_tpus(expected, devices)
     kinds = {str(getattr(d, "device_kind", "")).lower().replace(" ", "") for d in devices}
     wanted = {arch.replace("tpu-", "") for arch in expected.archs}
@@ -36,7 +36,7 @@ def test_devices_and_generation(expected: Expected) -> None:
 
 
 def test_compute_and_psum(expected: Expected) -> None:
-    devices = _tpus()
+    devices = _tpus(expected)
     _need_tpus(expected, devices)
     import jax
     import jax.numpy as jnp
@@ -47,8 +47,8 @@ def test_compute_and_psum(expected: Expected) -> None:
 
 
 def test_ray_reports_tpus(expected: Expected) -> None:
-    ray = pytest.importorskip("ray")
-    _need_tpus(expected, _tpus())
+    ray = need_module(expected, "ray", from_lock=True)
+    _need_tpus(expected, _tpus(expected))
     ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
         assert ray.cluster_resources().get("TPU") == expected.device_count

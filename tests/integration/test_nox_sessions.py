@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from accelenv.plan.interpreters import find_interpreter
+
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,13 +53,15 @@ def test_a_family_session_gets_to_the_host_check_and_stops_there(tmp_path: Path,
 
 
 def test_cpu_session_passes_and_a_broken_pin_fails_it(tmp_path: Path) -> None:
+    # the cpu environment of a Python this machine has: cpu-py311 where 3.11 is, else cpu-py312
+    env_id, version = ("cpu-py311", "3.11") if find_interpreter("3.11") else ("cpu-py312", "3.12")
     result = nox("-s", "cpu", envdir=tmp_path)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    assert "accelenv check cpu-py311 --host-only" in output
+    assert f"accelenv check {env_id} --host-only" in output
     assert "verdict: pass" in output
     assert "1 passed" in output  # tests/devices/test_cpu_devices.py: Ray on CPU
-    python = next(tmp_path.glob("cpu-py3.11/bin/python"))  # the environment's venv, beside the session's
+    python = next(tmp_path.glob(f"cpu-py{version}/bin/python"))  # the environment's venv, beside the session's
     subprocess.run(
         [sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "pytest==9.1.1"],
         check=True,
@@ -66,4 +70,4 @@ def test_cpu_session_passes_and_a_broken_pin_fails_it(tmp_path: Path) -> None:
     broken = nox("-s", "cpu", "-R", envdir=tmp_path)  # reuse the venv, skip the installs
     output = broken.stdout + broken.stderr
     assert broken.returncode != 0
-    assert "FAIL  requirements.pytest          pytest 9.1.1 is installed, cpu-py311 pins 9.2.0" in output
+    assert f"FAIL  requirements.pytest          pytest 9.1.1 is installed, {env_id} pins 9.2.0" in output

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Thu Feb 20 23:23:09 UTC 2025\n"
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def matrix_text() -> str:
@@ -38,7 +40,7 @@ def matrix_text() -> str:
             "wheel_tag": "cu128",
             "architectures": ["sm_90"],
             "driver": {"min": "570.124.06", "compat_min": "525.60.13"},
-            "base_images": {"debian12": {"repository": "python", "tag": "3.11-slim-bookworm", "python": "3.11"}},
+            "base_images": {"debian12": {"repository": "python", "tag": f"{PY}-slim-bookworm", "python": PY}},
         }
     )
     doc["runtimes"]["cuda-cluster-test"] = runtime
@@ -49,7 +51,7 @@ def matrix_text() -> str:
             "runtime": "cuda-cluster-test",
             "description": "cluster test",
             "os": "debian12",
-            "python": "3.11",
+            "python": PY,  # the Python the cluster's nodes run: this one
             "platforms": ["linux/amd64"],
             "skus": ["h100-sxm"],
             "requirements": {

@@ -116,6 +116,7 @@ platforms = ["linux/amd64"]
 skus = ["h100", "b300"]
 requirements.packages = ["pytest==9.2.0"]
 tests = ["tests/devices/test_nvidia_devices.py"]
+framework = { name = "pytest", version = "9.2.0", source = "lock" }
 ci_tier = "pr"
 
 [envs.gpu-amd-rocm70]
@@ -129,5 +130,6 @@ platforms = ["linux/amd64"]
 skus = ["mi300x"]
 requirements.packages = ["pytest==9.2.0"]
 tests = ["tests/devices/test_amd_devices.py"]
+framework = { name = "pytest", version = "9.2.0", source = "lock" }
 ci_tier = "nightly"
 """

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
-from typing import NoReturn
 
 import pytest
 from reference import REFERENCE_MATRIX
@@ -196,91 +194,6 @@ def test_skipping_missing_hardware_is_opt_in_and_never_in_ci(
 ) -> None:
     got_flags, got_rest, note = hardware_flags(posargs, environ)
     assert (got_flags, got_rest, note is not None) == (flags, rest, noted)
-
-
-class FakeSession:
-    """What run_environment uses of a nox.Session; records the calls, raises on error() as nox does."""
-
-    def __init__(self, posargs: list[str] | None = None) -> None:
-        self.posargs = posargs or []
-        self.calls: list[tuple[str, ...]] = []
-        self.virtualenv = SimpleNamespace(location="/nox/cpu")
-
-    def error(self, message: str) -> NoReturn:
-        raise RuntimeError(message)
-
-    def warn(self, message: str) -> None:
-        self.calls.append(("warn", message))
-
-    def log(self, message: str) -> None:
-        self.calls.append(("log", message))
-
-    def install(self, *args: str) -> None:
-        self.calls.append(("install", *args))
-
-    def run_install(self, *args: str, external: bool = False) -> None:
-        self.calls.append(("run_install", *args))
-
-    def run(self, *args: str, env: dict[str, str] | None = None, external: bool = False) -> None:
-        self.calls.append(("run", *args))
-
-
-def test_a_session_without_a_lock_says_how_to_make_one(matrix: Matrix) -> None:
-    from accelenv.plan.sessions import run_environment
-
-    with pytest.raises(RuntimeError) as raised:
-        run_environment(FakeSession(), matrix, "gpu-nvidia-cu128", REFERENCE_MATRIX.parent)
-    assert str(raised.value) == (
-        "gpu-nvidia-cu128 has no lock file (envs/gpu-nvidia-cu128/requirements.lock). Create it where its indexes "
-        "are reachable (https://pypi.org/simple, https://download.pytorch.org/whl/cu128): "
-        "`accelenv lock gpu-nvidia-cu128`, then commit it."
-    )
-
-
-def test_a_session_checks_the_host_before_installing_and_again_after(
-    matrix: Matrix, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from accelenv.plan.sessions import run_environment
-
-    monkeypatch.delenv("CI", raising=False)  # under CI the opt-in is refused (tested above)
-    shipped = load_matrix(REPO / "matrix.toml")  # its cpu lock is committed
-    session = FakeSession(["--skip-missing-hardware", "-k", "ray"])
-    run_environment(session, shipped, "cpu-py311", REPO, find_python=lambda version: f"/usr/bin/python{version}")
-    steps = [(c[0], *(Path(a).name if a.startswith("/") else a for a in c[1:5])) for c in session.calls]
-    steps = [s for s in steps if s[0] != "log"]
-    lock = str(REPO / "envs" / "cpu-py311" / "requirements.lock")
-    assert steps == [
-        ("install", "-e", REPO.name),
-        ("run", "accelenv", "check", "cpu-py311", "--host-only"),
-        ("run_install", "uv", "venv", "--clear", "--quiet"),
-        ("run_install", "uv", "pip", "install", "--quiet"),
-        ("run_install", "uv", "pip", "install", "--quiet"),
-        ("run", "accelenv", "check", "cpu-py311", "--allow-missing-hardware"),
-        ("run", "python", "-m", "pytest", "tests/devices/test_cpu_devices.py"),
-    ]
-    venv_call = next(c for c in session.calls if c[0] == "run_install" and "venv" in c)
-    assert venv_call[-3:] == ("--python", "/usr/bin/python3.11", "/nox/cpu-py3.11")  # beside the session's own
-    install_lock = [c for c in session.calls if c[0] == "run_install"][-1]
-    assert install_lock[-3:] == ("--require-hashes", "-r", lock)
-    host_check = next(c for c in session.calls if c[:3] == ("run", "accelenv", "check"))
-    assert host_check[4:] == ("--host-only", "--allow-missing-hardware")
-    assert session.calls[-1][-2:] == ("-k", "ray")
-
-
-def test_a_missing_python_is_named_after_the_host_check_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    from accelenv.plan.sessions import run_environment
-
-    monkeypatch.delenv("CI", raising=False)
-    shipped = load_matrix(REPO / "matrix.toml")
-    session = FakeSession()
-    with pytest.raises(RuntimeError) as raised:
-        run_environment(session, shipped, "cpu-py311", REPO, find_python=lambda version: None)
-    assert [c[:3] for c in session.calls if c[0] == "run"] == [("run", "accelenv", "check")]  # it got that far
-    assert str(raised.value) == (
-        "cpu-py311 runs on Python 3.11, which is not installed on this machine (the host check above passed). "
-        "Install it, then run the session again: `uv python install 3.11`, your distribution's python3.11 "
-        "package, or `pyenv install 3.11` with it on PATH."
-    )
 
 
 def test_dockerfile_header_says_where_the_libraries_come_from(matrix: Matrix) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.check.framework import framework_findings
 from accelenv.check.tool_faults import tool_faults
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.report import PASSTHROUGH_DRIVERS
@@ -71,6 +72,7 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))
+        findings += framework_findings(matrix, env, report)
         findings += list(_limits(family, report, required_unlimited=env.requires.memlock_unlimited))
     return findings
 
@@ -189,7 +191,8 @@ def _python(env: Environment, report: HostReport) -> Finding:
         expected=env.python,
         found=report.python.version,
         message=f"{env.id} is pinned for Python {env.python}, this is Python {report.python.version}",
-        fix=f"run under python{env.python} (nox -s {env.id} creates it)",
+        fix=f"run under Python {env.python}: with it installed (`uv python install {env.python}`), "
+        f"`nox -s {env.id}` checks again from a virtualenv made with it",
     )
 
 
@@ -777,7 +780,8 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 expected=pin,
                 found="not installed",
                 message=f"{written} is not installed",
-                fix=f"install the environment's lock (nox -s {env.id})",
+                fix=f"install the environment's lock into this Python: pip install --require-hashes -r "
+                f"envs/{env.id}/requirements.lock (`nox -s {env.id}` does so in a virtualenv of its own)",
             )
         elif len(versions) > 1:
             yield Finding(
@@ -800,7 +804,8 @@ def _requirements(env: Environment, report: HostReport) -> Iterator[Finding]:
                 expected=pin,
                 found=versions[0],
                 message=f"{written} {versions[0]} is installed, {env.id} pins {pin}{label_note}",
-                fix=f"install the environment's lock (nox -s {env.id}); a plain pip install may pull another build",
+                fix=f"install the environment's lock into this Python: pip install --require-hashes -r "
+                f"envs/{env.id}/requirements.lock (a plain pip install may pull another build)",
             )
 
 

@@ -369,14 +369,22 @@ def ci_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def ci(args: argparse.Namespace, out: TextIO) -> int:
+    import sys
+
     from accelenv.matrix.load import load_matrix
     from accelenv.matrix.model import CiTier
-    from accelenv.plan.ci import buildkite, github, jobs
+    from accelenv.plan.ci import buildkite, github, jobs, not_scheduled
+    from accelenv.plan.readiness import blockers
 
     matrix = matrix_of(args)
     previous = load_matrix(Path(args.base_matrix), use_cache=False) if args.base_matrix else None
-    rows = jobs(matrix, tier=CiTier(args.tier), changed=args.changed, previous=previous)
-    out.write(github(rows) if args.format == "github" else buildkite(rows))
+    blocked = blockers(matrix, repo_of(args))
+    tier = CiTier(args.tier)
+    rows = jobs(matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked)
+    skipped = not_scheduled(matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked)
+    for env_id, why in skipped:  # stderr: stdout stays the document a workflow reads
+        sys.stderr.write(f"accelenv ci: {env_id} not scheduled: {why}\n")
+    out.write(github(rows) if args.format == "github" else buildkite(rows, skipped))
     return 0
 
 

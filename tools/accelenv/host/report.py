@@ -80,6 +80,7 @@ class PythonInfo:
     implementation: str
     executable: str
     distributions: dict[str, list[str]]  # normalised name -> installed versions (two means a duplicate install)
+    builds: dict[str, str] = field(default_factory=dict)  # framework -> the accelerator build it declares (cu132)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +148,7 @@ class HostReport:
                 implementation=python["implementation"],
                 executable=python["executable"],
                 distributions={str(k): [str(v) for v in vs] for k, vs in python["distributions"].items()},
+                builds={str(k): str(v) for k, v in python.get("builds", {}).items()},
             ),
             accelerators=tuple(_accelerator_from(a) for a in data["accelerators"]),
             environment={str(k): str(v) for k, v in data["environment"].items()},

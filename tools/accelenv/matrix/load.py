@@ -29,6 +29,8 @@ from accelenv.matrix.model import (
     DriverRule,
     Environment,
     Family,
+    Framework,
+    FrameworkSource,
     Hold,
     ImageRef,
     Libraries,
@@ -453,7 +455,12 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         ci_queue=v.get("ci_queue"),
         requires=Requires(**v.get("requires", {})),
         sources=tuple(v.get("sources", ())),
+        framework=_framework(v["framework"]) if "framework" in v else None,
     )
+
+
+def _framework(v: dict[str, Any]) -> Framework:
+    return Framework(name=v["name"], version=v["version"], build=v.get("build"), source=FrameworkSource(v["source"]))
 
 
 __all__ = ["Severity", "Validation", "find_matrix", "load_matrix", "read_matrix", "validate_file", "validate_text"]

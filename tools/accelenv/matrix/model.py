@@ -318,6 +318,25 @@ class Requires:
     memlock_unlimited: bool = False
 
 
+class FrameworkSource(StrEnum):
+    """Where an environment's framework comes from: its own lock, or the vendor's base image."""
+
+    LOCK = "lock"
+    BASE_IMAGE = "base-image"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Framework:
+    """The framework the environment's device tests exercise, as `accelenv check` verifies it: the distribution
+    `name`, its exact `version` (a local label included when the distribution carries one), the accelerator
+    `build` it was made for (cu132, rocm10.0; None where the family has no such builds) and its `source`."""
+
+    name: str
+    version: str
+    build: str | None = None
+    source: FrameworkSource
+
+
 @dataclass(frozen=True, kw_only=True)
 class Environment:
     """A runtime, OS base, Python and pinned dependencies, meant for a set of SKUs and tested in CI."""
@@ -338,6 +357,7 @@ class Environment:
     ci_queue: str | None
     requires: Requires
     sources: tuple[str, ...]
+    framework: Framework | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

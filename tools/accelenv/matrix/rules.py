@@ -716,3 +716,6 @@ def support_window(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[F
                     rule="support-window",
                     severity=Severity.WARNING,
                 )
+
+
+from accelenv.matrix import framework_rules  # noqa: E402, F401 - registers its rules once `rule` exists

@@ -460,6 +460,31 @@ def _requirements() -> Json:
     )
 
 
+def _framework() -> Json:
+    return _object(
+        "The framework the device tests exercise; `accelenv check` verifies its version and build like a pin.",
+        {
+            "name": _string("Its distribution name (torch, jax, torch-neuronx).", TOOL, "a distribution name"),
+            "version": _string(
+                "Its exact version, with the local label when the distribution has one (2.14.1+cu126).",
+                VERSION,
+                "a version such as 2.13.0",
+            ),
+            "build": _string(
+                "The accelerator build it was made for, in the family's wheel-tag form (cu132, rocm10.0).",
+                WHEEL_TAG,
+                "a build such as cu132",
+            ),
+            "source": {
+                "type": "string",
+                "enum": ["lock", "base-image"],
+                "description": "Where it comes from: the environment's lock, or the runtime's base image.",
+            },
+        },
+        required=("name", "version", "source"),
+    )
+
+
 def _env() -> Json:
     return _object(
         "An environment: runtime, OS base, Python and pinned dependencies, for a set of SKUs.",
@@ -526,6 +551,7 @@ def _env() -> Json:
                 min_items=1,
             ),
             "ci_queue": _string("Buildkite queue for this environment alone (default: its family's).", TOOL, "a queue"),
+            "framework": _framework(),
             "sources": _sources(),
         },
         required=("family", "runtime", "description", "os", "python", "platforms", "requirements", "tests", "ci_tier"),

@@ -147,7 +147,12 @@ def inspect_schema() -> Json:
                         "Installed distributions (normalised names) and their versions; two versions = a duplicate.",
                         {"type": "array", "items": {"type": "string"}},
                     ),
+                    "builds": _str_map(
+                        "Accelerator builds installed frameworks declare in their files (torch: cu132, rocm10.0).",
+                        {"type": "string"},
+                    ),
                 },
+                required=("version", "implementation", "executable", "distributions"),
             ),
             "accelerators": {"type": "array", "description": "One entry per family seen.", "items": accelerator},
             "environment": _str_map(

@@ -163,6 +163,9 @@ def _bump(text: str, matrix: Matrix, bumps: Mapping[str, Mapping[str, str]], cha
             if sep and latest is not None and current.strip() != latest:
                 packages[i] = f"{name.strip()}=={latest}"
                 changes.append(Change(kind="bump", env=env_id, summary=f"{name.strip()} {current.strip()} -> {latest}"))
+                framework = document["envs"][env_id].get("framework")
+                if framework is not None and canonical_name(str(framework.get("name", ""))) == canonical_name(name):
+                    framework["version"] = latest  # the declared framework is that pin: it moves with it
     return tomlkit.dumps(document)
 
 
@@ -219,6 +222,7 @@ def _tpu_line(
                         f'runtime="{new_id}"',
                         f'description="JAX {line.jax} on libtpu {line.libtpu} (refreshed from {env.id})"',
                         "requirements.packages=[" + ", ".join(f'"{p}"' for p in packages) + "]",
+                        *([f'framework.version="{line.jax}"'] if env.framework and env.framework.name == "jax" else []),
                     ],
                     env.id,
                 ),

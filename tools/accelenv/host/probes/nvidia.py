@@ -229,7 +229,9 @@ def _device_from_row(
     index = position
     if "index" in values:
         raw_index = values["index"]
-        if raw_index is None or not _INDEX.fullmatch(raw_index):
+        if raw_index is None and notes is not None:
+            pass  # a vendor placeholder is no value, not a fault: the line number stands in for it
+        elif raw_index is None or not _INDEX.fullmatch(raw_index):
             found = f"expected an integer index, found {_excerpt(cells[names.index('index')])}"
             if notes is None:
                 raise ParseError(f"{what}: {found}")

@@ -42,6 +42,32 @@ def installed_distributions(paths: list[str] | None = None) -> dict[str, list[st
     return {k: sorted(v) for k, v in sorted(installed.items())}
 
 
+_TORCH_BUILD = re.compile(r"^(cuda|hip)\b[^=\n]*=\s*['\"]([0-9][0-9A-Za-z.+_-]{0,40})['\"]\s*$", re.MULTILINE)
+_VERSION_PY_LIMIT = 1 << 16
+
+
+def framework_builds(paths: list[str] | None = None) -> dict[str, str]:
+    """The accelerator build frameworks declare in their own files, in the form of their wheel tags: torch's
+    `torch/version.py` (`cuda = '13.2'` -> cu132, `hip = '10.0.x'` -> rocm10.0, neither -> cpu). Only the
+    first torch on the path counts: it is the one that imports. Read, never imported."""
+    for entry in paths if paths is not None else sys.path:
+        version_py = Path(entry or ".") / "torch" / "version.py"
+        try:
+            if not version_py.is_file():
+                continue
+            with version_py.open("rb") as handle:
+                text = handle.read(_VERSION_PY_LIMIT).decode("utf-8", "replace")
+        except OSError:
+            continue
+        found = dict(_TORCH_BUILD.findall(text))
+        if "cuda" in found:
+            return {"torch": "cu" + "".join(found["cuda"].split(".")[:2])}
+        if "hip" in found:
+            return {"torch": "rocm" + ".".join(found["hip"].split(".")[:2])}
+        return {"torch": "cpu"}
+    return {}
+
+
 _IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "graalpy": "GraalVM"}  # as platform names them
 
 
@@ -51,4 +77,5 @@ def python_info() -> PythonInfo:
         implementation=_IMPLEMENTATIONS.get(sys.implementation.name, sys.implementation.name),
         executable=sys.executable,
         distributions=installed_distributions(),
+        builds=framework_builds(),
     )

@@ -1,0 +1,45 @@
+"""Which environments cannot run yet, and why: what `accelenv ci` leaves out of the jobs it schedules.
+
+Read from the committed files only (no engine, no network): an environment without a current lock has nothing
+to install, and one whose image needs an OS-package lock that is missing or stale cannot be built, so neither
+build nor session could do its work in CI. The reason names the command that fixes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, os_lock_path, os_lock_state
+from accelenv.plan.render import os_packages
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from accelenv.matrix import Environment, Matrix
+
+
+def blocker(matrix: Matrix, env: Environment, repo: Path) -> str | None:
+    """Why `env` cannot run from this tree, or None."""
+    state = lock_state(repo, env, glibc_of(matrix, env))
+    if state is not LockState.CURRENT:
+        what = "no lock file" if state is LockState.UNLOCKED else "a stale lock"
+        return (
+            f"{what} ({lock_path(repo, env.id).relative_to(repo)}): nothing to install; run `accelenv lock "
+            f"{env.id}` where its indexes are reachable, then commit it"
+        )
+    image = matrix.runtimes[env.runtime].base_images.get(env.os)
+    packages = os_packages(matrix, env)
+    if image is not None and packages:
+        os_state = os_lock_state(repo, env.id, image.reference, packages)
+        if os_state is not LockState.CURRENT:
+            what = "no OS-package lock" if os_state is LockState.UNLOCKED else "a stale OS-package lock"
+            return (
+                f"{what} ({os_lock_path(repo, env.id).relative_to(repo)}): its image cannot be built; run "
+                f"`accelenv lock {env.id}` where {image.reference} can be pulled, then commit it"
+            )
+    return None
+
+
+def blockers(matrix: Matrix, repo: Path) -> dict[str, str]:
+    """Every environment that cannot run, with why."""
+    return {env.id: reason for env in matrix.envs.values() if (reason := blocker(matrix, env, repo)) is not None}
