@@ -120,9 +120,11 @@ def snapshot_file(path: Path) -> Path:
     return path
 
 
-def sync_file(target: Path, text: str, *, check: bool, regenerate: str, out: TextIO) -> bool:
+def sync_file(
+    target: Path, text: str, *, check: bool, regenerate: str, out: TextIO, inside: Path | None = None
+) -> bool:
     """Write `text` to `target` when it differs (or, with `check`, only say so). True when the file was stale.
-    `target` must be a regular file or a new path."""
+    `target` must be a regular file or a new path; with `inside`, one reached through real folders of it."""
     from accelenv.fileio import read_text_if_exists
 
     current = read_text_if_exists(target, what="output file")
@@ -134,6 +136,6 @@ def sync_file(target: Path, text: str, *, check: bool, regenerate: str, out: Tex
     else:
         from accelenv.fileio import write_atomic
 
-        write_atomic(target, text)
+        write_atomic(target, text, inside=inside)
         out.write(f"{target}: written\n")
     return True

@@ -158,7 +158,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
         for env_id, lock_text in locked:
             from accelenv.plan.lock import lock_path
 
-            write_atomic(lock_path(path.parent, env_id), lock_text)
+            write_atomic(lock_path(path.parent, env_id), lock_text, inside=path.parent)
         _render(path)
     summary = summary_markdown(plan, locked=[e for e, _ in locked], unlocked=unlocked)
     out.write(summary)

@@ -181,15 +181,13 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
 
 
 def _write_cache(target: Path, text: str) -> None:
-    """Atomically, so a concurrent reader sees the whole document or none."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(target)
-    finally:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+    """Atomically, so a concurrent reader sees the whole document or none (a cache that cannot be written is
+    left out, never an error)."""
+    from accelenv.errors import AccelenvError
+    from accelenv.fileio import write_atomic
+
+    with contextlib.suppress(AccelenvError):
+        write_atomic(target, text)
 
 
 def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
