@@ -171,8 +171,9 @@ def _write_summary(args: argparse.Namespace, summary: str) -> None:
         from pathlib import Path
 
         from accelenv.fileio import write_atomic
+        from accelenv.host.redact import redact_text
 
-        write_atomic(Path(args.summary), summary)
+        write_atomic(Path(args.summary), redact_text(summary))  # the weekly workflow posts it as a PR body
 
 
 def _relock(
