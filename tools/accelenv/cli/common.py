@@ -59,6 +59,15 @@ def seconds(text: str) -> float:
     return value
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more (every numeric option is `seconds` or `count`)."""
+    import argparse
+
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:  # below a billion
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
 def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
     from accelenv.host.run import DEFAULT_TIMEOUT
 

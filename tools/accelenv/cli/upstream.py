@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from accelenv.cli.common import Command, matrix_of
+from accelenv.cli.common import Command, matrix_of, seconds
 from accelenv.cli.output import dump_json
 from accelenv.errors import AccelenvError, UsageError
 from accelenv.matrix.load import find_matrix
@@ -96,7 +96,7 @@ def refresh_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-lock", action="store_true", help="write the matrix and render, but resolve no lock")
     p.add_argument("-o", "--summary", metavar="FILE", help="also write the summary (Markdown) to FILE")
     p.add_argument(
-        "--timeout", type=float, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
+        "--timeout", type=seconds, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
     )
 
 
