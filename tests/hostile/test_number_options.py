@@ -19,10 +19,10 @@ NUMBER_TYPES = {seconds: ("nan", "inf", "-1", "0", "1e400", "ten", ""), count: (
 def _options() -> list[tuple[str, argparse.Action]]:
     parser = build_parser("*")
     found = []
-    for action in parser._actions:  # noqa: SLF001 - argparse has no public walk of its subparsers
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
-                found += [(name, a) for a in sub._actions if a.type is not None]  # noqa: SLF001
+                found += [(name, a) for a in sub._actions if a.type is not None]
     return found
 
 
@@ -45,7 +45,7 @@ CASES = [
     (command, action.option_strings[0], bad)
     for command, action in _options()
     if action.type in NUMBER_TYPES and action.option_strings
-    for bad in NUMBER_TYPES[action.type]  # type: ignore[index]
+    for bad in NUMBER_TYPES[action.type]
 ]
 
 
@@ -53,7 +53,7 @@ CASES = [
 def test_every_numeric_option_refuses_bad_numbers(command: str, option: str, bad: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         build_parser(command).parse_args([command, f"{option}={bad}"])
-    assert exit_info.value.code == 2  # noqa: PLR2004 - argparse's usage error
+    assert exit_info.value.code == 2
 
 
 @pytest.mark.parametrize("bad", ["nan", "-1", "0"])
