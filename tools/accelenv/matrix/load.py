@@ -163,9 +163,9 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     key = _cache_key(data) if data is not None else None
     cached = _cache_dir() / f"{key}.json" if key else None
     if cached is not None:
-        with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError):
+        with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError, UsageError):
             # the document this exact text parsed to, as JSON: no TOML parser to import, no validation to repeat
-            document = json.loads(cached.read_bytes())
+            document = json.loads(read_bytes(cached, what="matrix cache"))
             matrix, problems = _build(document, set(), str(path), check_requirements=False)
             if not problems:
                 return matrix
