@@ -4,7 +4,6 @@ is a loop is read as no driver name, never as the driver "driver"."""
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING
 
@@ -50,12 +49,12 @@ def test_matrix_text_stays_one_cell_and_no_link(name: str) -> None:
 def test_a_driver_link_that_names_itself_has_no_driver_name(tmp_path: Path, target: str) -> None:
     device = tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:17:00.0"
     device.mkdir(parents=True)
-    os.symlink(target, device / "driver")
+    (device / "driver").symlink_to(target)
     assert Root(tmp_path).link_name("/sys/bus/pci/devices/0000:17:00.0/driver") is None
 
 
 def test_a_real_driver_link_is_read(tmp_path: Path) -> None:
     device = tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:17:00.0"
     device.mkdir(parents=True)
-    os.symlink("../../../bus/pci/drivers/nvidia", device / "driver")
+    (device / "driver").symlink_to("../../../bus/pci/drivers/nvidia")
     assert Root(tmp_path).link_name("/sys/bus/pci/devices/0000:17:00.0/driver") == "nvidia"
