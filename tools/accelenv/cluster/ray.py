@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from accelenv.cluster.answer import answer_problem
 from accelenv.errors import UsageError
 
 if TYPE_CHECKING:
@@ -199,6 +200,8 @@ def _check_nodes(
             continue
         if not latest.get("Alive"):
             results.append(_dead(latest, during="its result arrived, then Ray marked the node dead; it is not counted"))
+        elif (problem := answer_problem(data)) is not None:  # another accelenv version: that node, not the run
+            results.append(_unreachable(node, f"the node's answer is unreadable ({problem}); same accelenv there?"))
         elif data.get("node_id") != node["NodeID"]:
             results.append(_unreachable(node, f"the check ran on node {data.get('node_id')}, not on this one"))
         else:
