@@ -65,6 +65,10 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
         findings.append(_cpu_arch(matrix, env, report))
     else:
         findings += list(_accelerator_checks(matrix, env, family, runtime=runtime, acc=accelerator, report=report))
+        if accelerator is not None:  # the host's layers agree (check/consistency.py)
+            from accelenv.check.consistency import consistency_findings
+
+            findings += list(consistency_findings(matrix, accelerator))
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))
