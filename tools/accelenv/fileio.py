@@ -1,10 +1,13 @@
 """The one way accelenv reads and writes the files it is pointed at: bounded, regular files only, atomically.
 
 Reading opens without blocking (a FIFO or a device where a file is expected is refused, never waited on) and
-stops at a size limit. Writing goes to a temporary file beside the target and renames it over the target, so
-readers see the old or the new content, never a mix; it writes only to a regular file or a path that does not
-exist yet (never over a device, FIFO, socket or folder), through a symlinked file to its target (the link
-stays), and, when asked, only inside one folder. A read-modify-write holds a lock on the file's folder and
+stops at a size limit. Writing (`write_atomic`, the one writer every
+command uses) goes to a temporary file beside the target and renames it over the target relative to a folder
+descriptor, so readers see the old or the new content, never a mix, and no folder swapped for a symlink midway
+can redirect it; it writes only to a regular file or a path that does not exist yet (never over a device, FIFO,
+socket, folder, read-only or hard-linked file), keeps the owner and mode of what it replaces, follows a symlinked
+file the user named to its target (the link stays), and, when asked, only inside one folder, with no symlink on
+the way. A read-modify-write holds a lock on the file's folder and
 refuses to write over a file that changed since it was read. Every failure is an `AccelenvError` naming the path.
 """
 
@@ -16,13 +19,13 @@ import fcntl
 import os
 import stat
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv.errors import UsageError, WriteFailedError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 MAX_TEXT = 64 * 1024 * 1024  # the largest file accelenv reads as a whole (matrix, lock, snapshot, Dockerfile)
 CHUNK = 1024 * 1024
@@ -99,36 +102,166 @@ def _read_fd(fd: int, limit: int) -> bytes | None:
 
 
 def write_atomic(path: Path, text: str, *, inside: Path | None = None) -> None:
-    """Write `text` to `path` so readers see the old or the new content, never a mix.
+    """Write `text` to `path` so readers see the old or the new content, never a mix: the one writer of accelenv.
 
-    `path` must be a regular file or not exist yet; a symlink to a regular file is written through (the link
-    stays). With `inside`, the real path must lie inside that folder. Leftover temporary files of this target
-    from killed runs are removed first."""
-    target = _writable_target(path, inside)
+    The file is created beside the target in a folder opened once (a directory file descriptor) and renamed over
+    the target relative to that descriptor, with `O_NOFOLLOW`, so nothing swapped in between a check and the
+    write can redirect it. With `inside`, every folder from `inside` down is opened without following a symlink
+    (missing ones are created the same way) and the target itself must not be a symlink; without it (a path the
+    user named, `-o FILE`, `--matrix LINK`), a symlink to a regular file is written through (the link stays).
+    Refused, with nothing changed: a target that is not a regular file (device, FIFO, socket, folder), a
+    dangling symlink, a read-only file or one the caller may not write (it is not replaced behind its owner's
+    back), and a file with other hard links (a rename would leave the old content under its other names).
+    What replaces a file keeps its mode and its owner (root editing another user's tree leaves the files theirs);
+    a new file under root gets the owner of its folder. Leftover temporary files of killed runs are removed."""
+    folder, name, shown = _open_folder(path, inside)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(target)
-        import tempfile  # only writers need it; readers are on the start-up path of `check`
+        existing = _existing(folder, name, path, follow_ok=inside is None)
+        remove_stale_temps_at(folder, name)
+        _replace_at(folder, name, text.encode("utf-8"), existing, path)
+    except OSError as error:
+        raise WriteFailedError(f"{shown}: cannot write: {_reason(error)}; nothing was changed") from error
+    finally:
+        os.close(folder)
 
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=target.parent)
+
+def check_writable(path: Path, *, inside: Path | None = None) -> None:
+    """Refuse, before any work is done, a target `write_atomic` would refuse (the folders are not created)."""
+    if inside is not None:
+        check_inside(path, inside)
+    target = path if inside is not None else _writable_target(path, None)
+    try:
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # nothing there yet: a new file
     except OSError as error:
         raise WriteFailedError(f"{path}: cannot write: {_reason(error)}; nothing was changed") from error
-    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.chmod(_mode_of(target))
-        tmp.replace(target)
+        _existing(folder, target.name, path, follow_ok=inside is None)
+    finally:
+        os.close(folder)
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def _open_folder(path: Path, inside: Path | None) -> tuple[int, str, Path]:
+    """A descriptor of the folder the target lies in, the target's name in it, and the path to show."""
+    if inside is None:
+        target = _writable_target(path, None)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), target.name, path
+        except OSError as error:
+            raise WriteFailedError(f"{path}: cannot write: {_reason(error)}; nothing was changed") from error
+    check_inside(path, inside)  # words for the common mistakes; the walk below is what holds
+    parts = path.relative_to(inside).parts
+    try:
+        fd = os.open(inside, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        raise WriteFailedError(f"{inside}: cannot open the folder: {_reason(error)}; nothing was changed") from error
+    current = inside
+    for part in parts[:-1]:
+        current = current / part
+        try:
+            child = _step(fd, part, current, inside)
+        finally:
+            os.close(fd)
+        fd = child
+    return fd, parts[-1], path
+
+
+def _step(fd: int, part: str, shown: Path, inside: Path) -> int:
+    """Open (creating if missing) the folder `part` under `fd` without following a symlink."""
+    try:
+        try:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+                _own_like_folder(fd, part, dir_fd=fd)
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UsageError(
+                f"{shown}: is a symlink or not a folder; accelenv writes generated files only into real folders "
+                f"and files of {inside}: replace the link with a folder (or remove it)"
+            ) from error
+        raise WriteFailedError(f"{shown}: cannot write: {_reason(error)}; nothing was changed") from error
+    return child
+
+
+def _existing(folder: int, name: str, path: Path, *, follow_ok: bool) -> os.stat_result | None:
+    """What `name` is now in `folder` (None: nothing), after refusing what must not be replaced."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
         raise WriteFailedError(f"{path}: cannot write: {_reason(error)}; nothing was changed") from error
+    if stat.S_ISLNK(info.st_mode) and not follow_ok:
+        raise UsageError(f"{path}: is a symlink; accelenv writes generated files only as real files: remove the link")
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path}: is {kind_of(info.st_mode)}; accelenv writes only regular files: give a file path")
+    if info.st_mode & 0o222 == 0 or not os.access(name, os.W_OK, dir_fd=folder, follow_symlinks=False):
+        raise UsageError(
+            f"{path}: is read-only for you (mode {stat.filemode(info.st_mode)}); accelenv does not replace it: "
+            "make it writable (chmod u+w) if it should change"
+        )
+    if info.st_nlink > 1:
+        raise UsageError(
+            f"{path}: has {info.st_nlink - 1} other hard link(s); replacing it would leave the old content under "
+            "the other names: break the link (cp the file over itself) or write elsewhere"
+        )
+    return info
+
+
+def _replace_at(folder: int, name: str, data: bytes, existing: os.stat_result | None, path: Path) -> None:
+    tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}{_TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            _keep_owner_and_mode(fd, existing, folder)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp, dir_fd=folder)
         raise
+    with contextlib.suppress(OSError):
+        os.fsync(folder)
+
+
+def _keep_owner_and_mode(fd: int, existing: os.stat_result | None, folder: int) -> None:
+    if existing is None:
+        os.fchmod(fd, 0o644 & ~_umask())
+        if os.geteuid() == 0:  # root creating a file in another user's tree: the file is theirs
+            owner = os.fstat(folder)
+            os.fchown(fd, owner.st_uid, owner.st_gid)
+        return
+    os.fchmod(fd, existing.st_mode & 0o7777)
+    if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(PermissionError):  # not root: a group-writable file becomes the writer's
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+        os.fchmod(fd, existing.st_mode & 0o7777)  # chown clears set-id bits; set the mode again
+
+
+def _own_like_folder(fd: int, name: str, *, dir_fd: int) -> None:
+    if os.geteuid() == 0:
+        owner = os.fstat(fd)
+        with contextlib.suppress(OSError):
+            os.chown(name, owner.st_uid, owner.st_gid, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _writable_target(path: Path, inside: Path | None) -> Path:
@@ -153,12 +286,13 @@ def _writable_target(path: Path, inside: Path | None) -> Path:
 
 def check_inside(path: Path, inside: Path) -> None:
     """Refuse `path` unless it lies inside the folder `inside` through real folders: no `..`, and no symlink
-    (to a folder or to a file) between `inside` and `path`, so a write cannot land anywhere else."""
+    (to a folder or to a file) between `inside` and `path`. Words for the common mistakes only: `write_atomic`
+    walks the folders by descriptor, so a folder swapped for a link after this check is still refused."""
     try:
         parts = path.relative_to(inside).parts
     except ValueError:
         parts = ("..",)
-    if ".." in parts:
+    if ".." in parts or not parts:
         raise UsageError(f"{path}: outside {inside}; accelenv writes generated files only inside the repository")
     current = inside
     for part in parts:
@@ -170,26 +304,31 @@ def check_inside(path: Path, inside: Path) -> None:
             )
 
 
-def _mode_of(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        return 0o644
-
-
 def remove_stale_temps(target: Path) -> list[Path]:
     """Remove temporary files `write_atomic` left beside `target` when its process was killed: those whose
     process is gone, or (older naming, no process id) older than an hour. Returns what was removed."""
-    removed: list[Path] = []
     try:
-        candidates = [p for p in target.parent.iterdir() if _is_temp_of(p.name, target.name)]
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        return [target.parent / name for name in remove_stale_temps_at(folder, target.name)]
+    finally:
+        os.close(folder)
+
+
+def remove_stale_temps_at(folder: int, target_name: str) -> list[str]:
+    """`remove_stale_temps` for the target `target_name` in the open folder `folder`."""
+    removed: list[str] = []
+    try:
+        candidates = [name for name in os.listdir(folder) if _is_temp_of(name, target_name)]
     except OSError:
         return removed
-    for candidate in candidates:
-        if _abandoned(candidate, target.name):
+    for name in candidates:
+        if _abandoned(folder, name, target_name):
             with contextlib.suppress(OSError):
-                candidate.unlink()
-                removed.append(candidate)
+                os.unlink(name, dir_fd=folder)
+                removed.append(name)
     return removed
 
 
@@ -197,13 +336,13 @@ def _is_temp_of(name: str, target_name: str) -> bool:
     return name.startswith(f".{target_name}.") and name.endswith(_TEMP_SUFFIX)
 
 
-def _abandoned(candidate: Path, target_name: str) -> bool:
-    middle = candidate.name[len(target_name) + 2 : -len(_TEMP_SUFFIX)]
+def _abandoned(folder: int, name: str, target_name: str) -> bool:
+    middle = name[len(target_name) + 2 : -len(_TEMP_SUFFIX)]
     pid_text, dot, _ = middle.partition(".")
     if dot and pid_text.isdigit() and len(pid_text) < 10:
         return not _process_alive(int(pid_text))
     try:
-        return time.time() - candidate.lstat().st_mtime > _ORPHAN_AGE
+        return time.time() - os.stat(name, dir_fd=folder, follow_symlinks=False).st_mtime > _ORPHAN_AGE
     except OSError:
         return False
 

@@ -25,6 +25,7 @@ import tomlkit
 
 from accelenv.build.image_config import rfc3339_seconds
 from accelenv.errors import AccelenvError
+from accelenv.fileio import read_bytes
 from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements, os_lock_name
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
@@ -65,7 +66,7 @@ def source_hash(source: Path) -> str:
     """A hash of accelenv's own source (the package and pyproject.toml): the image installs it."""
     digest = hashlib.sha256()
     for path in sorted([source / "pyproject.toml", *(source / "tools" / "accelenv").rglob("*.py")]):
-        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + read_bytes(path, what="source file") + b"\0")
     return digest.hexdigest()
 
 

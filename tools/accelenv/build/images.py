@@ -24,6 +24,7 @@ from accelenv.build.context import BuildError, BuildPlan, assemble, platform_tag
 from accelenv.build.engine import EngineError, RunSpec
 from accelenv.build.image_config import normalise
 from accelenv.check.verdict import Finding, Status
+from accelenv.fileio import check_writable, write_atomic
 from accelenv.plan.lock import glibc_of, input_digest
 from accelenv.plan.render import LABEL_PREFIX, env_hash
 
@@ -177,8 +178,8 @@ def _build_one(
     reproducible_id: bool,
 ) -> BuildResult:
     start = time.monotonic()
-    logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{plan.env}.log"
+    check_writable(log_path, inside=logs.parent.parent)  # a FIFO or a link there is refused before building
     lines: list[str] = []
 
     def on_line(line: str) -> None:
@@ -189,7 +190,7 @@ def _build_one(
             out.flush()
 
     def failed(reason: str) -> BuildResult:
-        log_path.write_text("\n".join([*lines, f"FAILED: {reason}"]) + "\n", encoding="utf-8")
+        write_atomic(log_path, "\n".join([*lines, f"FAILED: {reason}"]) + "\n", inside=logs.parent.parent)
         out.write(f"{plan.env}: FAILED after {time.monotonic() - start:.1f}s: {reason} (log: {log_path})\n")
         return BuildResult(
             env=plan.env,
@@ -244,7 +245,7 @@ def _build_one(
     except EngineError as error:
         return failed(str(error))
     info = engine.image(plan.content_tag)
-    log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(log_path, "\n".join(lines) + "\n", inside=logs.parent.parent)  # the tree holding .accelenv
     seconds = time.monotonic() - start
     size = info.size if info else None
     out.write(f"{plan.env}: built {plan.human_tag} in {seconds:.1f}s, {_size(size)} (log: {log_path})\n")

@@ -69,6 +69,10 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
     else:
         findings += list(_accelerator_checks(matrix, env, family, runtime=runtime, acc=accelerator, report=report))
         findings += list(tool_faults(family, accelerator, report))
+        if accelerator is not None:  # the host's layers agree (check/consistency.py)
+            from accelenv.check.consistency import consistency_findings
+
+            findings += list(consistency_findings(matrix, accelerator))
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))

@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, NamedTuple, TextIO, cast
 
@@ -176,9 +177,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     real_stderr = sys.stderr
     if real_stderr is not None:
         sys.stderr = safe_text(real_stderr, "standard error", quiet=True)
+    previous = _terminate_as_interrupt()
     try:
         return _finish(stdout, target, _run(argv, stdout))
+    except _Terminated:  # unwound (child groups ended); now end the way SIGTERM ends a process
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        previous = None
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 143
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if real_stderr is not None:
             with contextlib.suppress(Exception):
                 sys.stderr.flush()
@@ -277,6 +286,8 @@ def _dispatch(words: list[str], trailing: list[str] | None, stdout: TextIO) -> i
     except AccelenvError as error:
         _say(f"accelenv: {error}\n")
         return error.exit_code
+    except _Terminated:
+        raise
     except KeyboardInterrupt:
         _say("accelenv: interrupted\n")
         return 130
@@ -303,6 +314,23 @@ def _dispatch(words: list[str], trailing: list[str] | None, stdout: TextIO) -> i
             "This is a bug in accelenv; rerun with ACCELENV_DEBUG=1 for the traceback and report it.\n"
         )
         return 3
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that `finally` blocks and child groups are ended."""
+
+
+def _terminate_as_interrupt() -> signal._HANDLER | None:
+    """SIGTERM unwinds like Ctrl-C: the child process groups accelenv waits on (uv) are ended on the way out,
+    and nothing is left half-written (writes are atomic). Returns the handler it replaced."""
+    import threading
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, interrupted)
 
 
 def _finish(stdout: TextIO, target: TextIO, code: int) -> int:

@@ -59,6 +59,15 @@ def seconds(text: str) -> float:
     return value
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more (every numeric option is `seconds` or `count`)."""
+    import argparse
+
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:  # below a billion
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
 def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
     from accelenv.host.run import DEFAULT_TIMEOUT
 
@@ -120,9 +129,11 @@ def snapshot_file(path: Path) -> Path:
     return path
 
 
-def sync_file(target: Path, text: str, *, check: bool, regenerate: str, out: TextIO) -> bool:
+def sync_file(
+    target: Path, text: str, *, check: bool, regenerate: str, out: TextIO, inside: Path | None = None
+) -> bool:
     """Write `text` to `target` when it differs (or, with `check`, only say so). True when the file was stale.
-    `target` must be a regular file or a new path."""
+    `target` must be a regular file or a new path; with `inside`, one reached through real folders of it."""
     from accelenv.fileio import read_text_if_exists
 
     current = read_text_if_exists(target, what="output file")
@@ -134,6 +145,6 @@ def sync_file(target: Path, text: str, *, check: bool, regenerate: str, out: Tex
     else:
         from accelenv.fileio import write_atomic
 
-        write_atomic(target, text)
+        write_atomic(target, text, inside=inside)
         out.write(f"{target}: written\n")
     return True

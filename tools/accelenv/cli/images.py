@@ -321,20 +321,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 # ---------------------------------------------------------------------------------------------------- prune
 
 
-def _count(text: str) -> int:
-    import argparse
-
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, not {text!r}")
-    return int(text)
-
-
 def prune_arguments(p: argparse.ArgumentParser) -> None:
     from accelenv.build.prune import DEFAULT_KEEP
+    from accelenv.cli.common import count
 
     p.add_argument(
         "--keep",
-        type=_count,
+        type=count,
         default=DEFAULT_KEEP,
         metavar="N",
         help="per environment, keep the newest N content-tagged images (default: %(default)s); the human tag's "

@@ -347,7 +347,9 @@ def schema(args: argparse.Namespace, out: TextIO) -> int:
     stale = [
         name
         for name, text in files.items()
-        if sync_file(folder / name, text, check=args.check, regenerate="accelenv schema --write", out=out)
+        if sync_file(
+            folder / name, text, check=args.check, regenerate="accelenv schema --write", out=out, inside=folder.parent
+        )
     ]
     return 1 if stale and args.check else 0
 

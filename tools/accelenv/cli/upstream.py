@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from accelenv.cli.common import Command, matrix_of
+from accelenv.cli.common import Command, matrix_of, seconds
 from accelenv.cli.output import dump_json
 from accelenv.errors import AccelenvError, UsageError
 from accelenv.matrix.load import find_matrix
@@ -96,7 +96,7 @@ def refresh_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-lock", action="store_true", help="write the matrix and render, but resolve no lock")
     p.add_argument("-o", "--summary", metavar="FILE", help="also write the summary (Markdown) to FILE")
     p.add_argument(
-        "--timeout", type=float, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
+        "--timeout", type=seconds, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
     )
     p.add_argument(
         "--strict",
@@ -163,7 +163,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
         for env_id, lock_text in locked:
             from accelenv.plan.lock import lock_path
 
-            write_atomic(lock_path(path.parent, env_id), lock_text)
+            write_atomic(lock_path(path.parent, env_id), lock_text, inside=path.parent)
         _render(path)
     summary = summary_markdown(plan, locked=[e for e, _ in locked], unlocked=unlocked)
     out.write(summary)
@@ -176,8 +176,9 @@ def _write_summary(args: argparse.Namespace, summary: str) -> None:
         from pathlib import Path
 
         from accelenv.fileio import write_atomic
+        from accelenv.host.redact import redact_text
 
-        write_atomic(Path(args.summary), summary)
+        write_atomic(Path(args.summary), redact_text(summary))  # the weekly workflow posts it as a PR body
 
 
 def _relock(

@@ -42,6 +42,8 @@ def answer_problem(data: object) -> str | None:
         return f"verdict {str(data['verdict'])[:40]!r} is not one of {', '.join(VERDICTS)}"
     if not 0 <= data["devices"] <= MAX_ITEMS:
         return f"devices {data['devices']} is out of range"
+    if not 0 <= data["seconds"] < float("inf"):  # NaN and infinity fail this too
+        return f"seconds {data['seconds']!r} is out of range"
     if len(data["checks"]) > MAX_ITEMS or len(data["skus"]) > MAX_ITEMS:
         return "too many checks or SKUs"
     for i, item in enumerate(data["checks"]):

@@ -204,10 +204,10 @@ def _check_nodes(
             reason = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
             results.append(_dead(latest, during=reason) if not latest.get("Alive") else _unreachable(node, reason))
             continue
-        if bad := answer_problem(data):
-            results.append(_unreachable(node, f"the node's answer is unreadable: {bad}"))
-        elif not latest.get("Alive"):
+        if not latest.get("Alive"):
             results.append(_dead(latest, during="its result arrived, then Ray marked the node dead; it is not counted"))
+        elif (problem := answer_problem(data)) is not None:  # another accelenv version: that node, not the run
+            results.append(_unreachable(node, f"the node's answer is unreadable ({problem}); same accelenv there?"))
         elif data.get("node_id") != node["NodeID"]:
             results.append(_unreachable(node, f"the check ran on node {data.get('node_id')}, not on this one"))
         else:

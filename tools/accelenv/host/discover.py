@@ -74,9 +74,10 @@ def plugins_installed(paths: Iterable[str] | None = None) -> bool:
             for child in children:
                 if not child.name.endswith((".dist-info", ".egg-info")):
                     continue
-                try:
-                    text = Path(child.path, "entry_points.txt").read_text(encoding="utf-8", errors="replace")
-                except OSError:
+                from accelenv.host.distmeta import read_metadata_file
+
+                text = read_metadata_file(Path(child.path, "entry_points.txt"))
+                if text is None:
                     continue
                 if marker in text:
                     return True

@@ -1,10 +1,16 @@
 """Secrets never leave the machine: what accelenv saves or prints passes through here first.
 
 Tools echo their environment, credentialed URLs and tokens into their output, and a snapshot keeps that output
-verbatim. `redact_text` replaces, by pattern:
-- the password of a `scheme://user:password@host` URL;
-- the value of an assignment (`NAME=value`, `NAME: value`, `"NAME": "value"`) whose name says it holds a
-  secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH ...);
+verbatim. `redact_text` replaces, by pattern (this list is the documented set of shapes; tests/hostile generate
+a corpus from it):
+- the password of a `scheme://user:password@host` URL, however long;
+- a token used as a URL's user name (`https://ghp_...@host`): any user name but a short plain word (`git`,
+  `oauth2`, `__token__`);
+- the value of an assignment (`NAME=value`, `NAME: value`, `"NAME": "value"`, also inside a line such as
+  `WARNING: NAME=value`) whose name says it holds a secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH,
+  `*_PWD` such as MYSQL_PWD ...), a quoted value (`NAME="with spaces"`) whole;
+- docker config `"auth": "..."` values;
+- netrc passwords (`machine h login u password p`, and a `password p` line);
 - tokens of well-known shapes (GitHub, Hugging Face, AWS access key ids, Slack, GitLab, PyPI, npm, Google,
   OpenAI-style `sk-`, JWTs, `Bearer ...`, PEM private keys),
 with `<redacted>`. `redact_json` does it to every string of a JSON document, and to the whole value of a key
@@ -21,9 +27,9 @@ import re
 
 REDACTED = "<redacted>"
 
-_NAME_WORDS = r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH|AUTHORIZATION|COOKIE)"
+_NAME_WORDS = r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH|AUTHORIZATION|COOKIE|[A-Z0-9]_PWD)"
 _NAME_ENDINGS = (
-    r"(?i:token|secret|passw(?:or)?d|passphrase|credentials?|authorization|cookie"
+    r"(?i:token|secret|passw(?:or)?d|passphrase|credentials?|authorization|cookie|_pwd"
     r"|(?:api|access|private|secret|signing|auth|ssh)[_-]?key|auth[_-]?token)s?"
 )
 # A name that says it holds a secret: the word as a part of an UPPER_SNAKE name (HF_TOKEN, AWS_SECRET_ACCESS_KEY;
@@ -34,15 +40,24 @@ SECRET_NAME = re.compile(
 )
 # Every pattern below is linear in the text: names and URL parts are bounded, and a name starts only where a run
 # of name characters starts (a hostile tool's megabytes of output must not make redaction slow).
-_VALUE = r"(?!<redacted>)[^\s\"'\\]+"
 _ASSIGNMENT = re.compile(
     r"(?P<name>(?<![A-Za-z0-9_./-])[A-Za-z_][A-Za-z0-9_.-]{0,120})"  # after a /, a path: /etc/passwd: ...
-    r"(?P<sep>[\"']?[ \t]*[=:][ \t]*[\"']?(?:(?:Bearer|Basic|Digest|Token)[ \t]+)?)"
-    rf"(?P<value>{_VALUE})"
+    r"(?P<sep>[\"']?[ \t]*[=:][ \t]*(?P<quote>[\"']?)(?:(?:Bearer|Basic|Digest|Token)[ \t]+)?)"
+    r"(?=(?!<redacted>)[^\s\"'\\])"  # the value is measured only for a secret's name: no rescanning
 )
+_VALUE_RUN = re.compile(r"[^\s\"'\\]+")
+_QUOTED_MAX = 4096
+# The parts of a URL exclude `/`, so a scan from one `scheme://` stops at the next: linear however long.
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/@:\"'\\]{0,256}:)(?!<redacted>@)[^\s/@\"'\\]{1,256}(?P<at>@)"
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/@:\"'\\]{0,256}:)(?!<redacted>@)[^\s/@\"'\\]+(?P<at>@)"
 )
+_URL_USER = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<user>[^\s/@:\"'\\]+)(?P<at>@)")
+_PLAIN_USER = re.compile(r"\A[A-Za-z_][A-Za-z0-9._-]{0,15}\Z")
+_NETRC = re.compile(
+    r"(?P<head>(?:\b(?:machine|default)\b[^\n]{0,1000}?|^[ \t]*)\bpassword[ \t]+)(?!<redacted>)[^\s\"'\\]+",
+    re.MULTILINE,
+)
+_DOCKER_AUTH = re.compile(r"(?P<head>\"auth\"[ \t]*:[ \t]*\")(?!<redacted>)[^\"\\]+(?=\")", re.IGNORECASE)
 _SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
 _BEARER = re.compile(r"(?P<head>\bBearer[ \t]+)(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 _TOKEN_SHAPES = re.compile(
@@ -73,14 +88,51 @@ def redact_text(text: str) -> str:
         return text
     text = _TOKEN_SHAPES.sub(REDACTED, text)
     text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
-    text = _ASSIGNMENT.sub(_assignment, text)
+    text = _URL_USER.sub(_url_user, text)
+    text = _NETRC.sub(lambda m: m["head"] + REDACTED, text)
+    text = _DOCKER_AUTH.sub(lambda m: m["head"] + REDACTED, text)
+    text = _assignments(text)
     return _BEARER.sub(lambda m: m["head"] + REDACTED, text)
 
 
-def _assignment(match: re.Match[str]) -> str:
-    if not SECRET_NAME.match(match["name"]) or match["value"].lower() in _SCHEMES:
-        return match[0]  # not a secret's name, or `Authorization: Bearer <redacted>` already done
-    return match["name"] + match["sep"] + REDACTED
+def _url_user(match: re.Match[str]) -> str:
+    user = match["user"]
+    if user == REDACTED or (_PLAIN_USER.match(user) and not _TOKEN_PREFIX.match(user)):
+        return match[0]
+    return match["head"] + REDACTED + match["at"]
+
+
+_TOKEN_PREFIX = re.compile(r"\A(?:gh[pousr]_|github_pat_|hf_|glpat-|pypi-|npm_|sk-|xox[abprs]-|ya29\.|AKIA|eyJ)")
+
+
+def _assignments(text: str) -> str:
+    """Every secret assignment redacted. A name that is not a secret's gives back its value to be looked at
+    again (`WARNING: TOKEN=x`: WARNING is not a secret's name, TOKEN is); each step moves forward, and a value
+    is measured only once, when it is redacted, so the scan stays linear."""
+    parts: list[str] = []
+    pos = 0
+    while match := _ASSIGNMENT.search(text, pos):
+        start = match.end()
+        end = _value_end(text, start, match["quote"]) if SECRET_NAME.match(match["name"]) else start
+        if end == start or text[start:end].lower() in _SCHEMES:
+            parts.append(text[pos:start])  # `Authorization: Bearer <redacted>` is done already
+        else:
+            parts.append(text[pos:start] + REDACTED)
+            start = end
+        pos = start
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _value_end(text: str, start: int, quote: str) -> int:
+    """Where the value at `start` ends: at its closing quote (a quoted value may hold spaces), else at the first
+    space, quote or backslash."""
+    if quote:
+        close = text.find(quote, start, start + _QUOTED_MAX)
+        if close != -1 and "\n" not in text[start:close] and "\\" not in text[start:close]:
+            return close
+    run = _VALUE_RUN.match(text, start)
+    return run.end() if run else start
 
 
 def redact_json(data: object) -> object:
@@ -96,7 +148,8 @@ def redact_json(data: object) -> object:
 
 
 def _redact_entry(key: str, value: object) -> object:
-    if SECRET_NAME.match(key) and isinstance(value, str | int | float) and not isinstance(value, bool):
+    secret = SECRET_NAME.match(key) or key.lower() == "auth"  # docker config: {"auths": {host: {"auth": ...}}}
+    if secret and isinstance(value, str | int | float) and not isinstance(value, bool):
         return REDACTED
     return redact_json(value)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,9 @@ CHUNK = 64 * 1024
 MAX_LINKS = 40  # as the kernel: more symlinks than this on one path is a loop
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 _WILDCARDS = frozenset("*?[")
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:+-]{1,64}")  # a driver or a PCI address
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ class Root:
             os.close(fd)
 
     def link_name(self, host_path: str) -> str | None:
-        """The last component of a symlink's target (sysfs `driver` links), or None."""
+        """The last component of a symlink's target (sysfs `driver` links), or None: also for a link that names
+        itself (a loop, `driver -> driver`) or a target whose name is not a plain name (`..`, control bytes), so
+        no message reads "the driver driver holds ..."."""
         located = self._locate(host_path, follow_last=False)
         if located is None:
             return None
@@ -125,7 +131,10 @@ class Root:
             return None
         finally:
             os.close(folder)
-        return Path(target).name or None
+        name_of_target = Path(target).name
+        if name_of_target in ("", ".", "..", Path(host_path).name) or not _PLAIN_NAME.fullmatch(name_of_target):
+            return None
+        return name_of_target
 
     def glob(self, pattern: str) -> list[str]:
         """Host paths under this root matching a glob such as `/dev/nvidia[0-9]*` (wildcards in any part)."""

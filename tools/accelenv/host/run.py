@@ -3,6 +3,13 @@
 A tool that is missing, hangs past its timeout, exits non-zero, is not permitted to run, or prints something
 other than text comes back as a `ToolResult` whose `fault` says what happened, so the checker reports it as
 a failed or skipped check instead of crashing.
+
+Every child process accelenv starts (vendor tools here, `uv` through `run_in_group`) runs in a process group
+of its own, which accelenv ends as a group when the child times out, prints too much, or accelenv itself is
+stopped (SIGTERM or Ctrl-C: the exception unwinds through here). A descendant that leaves the group with
+`setsid` (a daemon a tool starts) is found by a marker in its environment, `ACCELENV_CHILD=<run id>`, and ended
+too once the run is over. A descendant that also clears its environment escapes: Linux offers nothing else
+short of cgroups (PR_SET_CHILD_SUBREAPER only reparents it, to be told apart from the process's other children).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 DEFAULT_TIMEOUT = 10.0
+CHILD_MARKER = "ACCELENV_CHILD"
 MAX_OUTPUT = 8 * 1024 * 1024  # per stream: a tool that prints more is stopped, not read to the end
 _POLL = 0.2  # seconds between checks whether the tool has exited
 _DRAIN = 0.5  # seconds to keep reading after the tool exited (a child may still hold its pipes)
@@ -107,7 +115,8 @@ class ToolRunner:
             if present:
                 return result(None, "", "", f"{argv[0]} is not permitted to run: {present} is not executable")
             return result(None, "", "", f"{argv[0]} not found on PATH")
-        env = {**os.environ, "PATH": self.path, "LC_ALL": "C"}
+        marker = os.urandom(8).hex()
+        env = {**os.environ, "PATH": self.path, "LC_ALL": "C", CHILD_MARKER: marker}
         try:
             proc = subprocess.Popen(
                 [exe, *argv[1:]],
@@ -121,7 +130,10 @@ class ToolRunner:
             return result(None, "", "", f"{argv[0]} is not permitted to run: {error.strerror}")
         except OSError as error:
             return result(None, "", "", f"{argv[0]} could not be started: {error.strerror or error}")
-        captured = _capture(proc, self.timeout)
+        try:
+            captured = _capture(proc, self.timeout)
+        finally:
+            kill_marked(marker)  # daemons it left behind with setsid, also when accelenv is interrupted
         out, err = _text(captured.stdout), _text(captured.stderr)
         if captured.overflow:
             return result(None, out, err, f"{argv[0]} printed more than {MAX_OUTPUT // 2**20} MiB; stopped it")
@@ -237,3 +249,61 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+
+
+def kill_marked(marker: str) -> list[int]:
+    """End every process whose environment holds `ACCELENV_CHILD=<marker>` (descendants of one run, also those
+    that left its process group with setsid). Returns their ids."""
+    import signal
+
+    needle = f"{CHILD_MARKER}={marker}".encode()
+    killed: list[int] = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]  # noqa: PTH208 - names only
+    except OSError:
+        return killed
+    for pid in pids:
+        if pid == os.getpid():
+            continue
+        try:
+            fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # gone, or another user's
+            continue
+        try:
+            environ = os.read(fd, 1024 * 1024)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    return killed
+
+
+def run_in_group(
+    argv: Sequence[str], *, input_text: str, timeout: float, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run` for a child accelenv waits on (uv): in its own process group, ended as a group when it
+    times out or when accelenv is stopped meanwhile (the exception is raised again). Raises FileNotFoundError
+    and subprocess.TimeoutExpired like `subprocess.run`."""
+    marker = os.urandom(8).hex()
+    environment = {**(os.environ if env is None else env), CHILD_MARKER: marker}
+    with subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+        start_new_session=True,
+    ) as proc:  # leaving the block closes the pipes and reaps the child
+        try:
+            out, err = proc.communicate(input_text, timeout=timeout)
+        except BaseException:  # a timeout, SIGTERM (raised as an exception by the CLI), Ctrl-C
+            _kill_group(proc)  # type: ignore[arg-type]
+            kill_marked(marker)
+            raise
+        kill_marked(marker)
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)

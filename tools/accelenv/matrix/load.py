@@ -166,9 +166,9 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     key = _cache_key(data) if data is not None else None
     cached = _cache_dir() / f"{key}.json" if key else None
     if cached is not None:
-        with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError):
+        with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError, UsageError):
             # the document this exact text parsed to, as JSON: no TOML parser to import, no validation to repeat
-            document = json.loads(cached.read_bytes())
+            document = json.loads(read_bytes(cached, what="matrix cache"))
             matrix, problems = _build(document, set(), str(path), check_requirements=False)
             if not problems:
                 return matrix
@@ -184,15 +184,13 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
 
 
 def _write_cache(target: Path, text: str) -> None:
-    """Atomically, so a concurrent reader sees the whole document or none."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(target)
-    finally:
-        with contextlib.suppress(OSError):
-            partial.unlink()
+    """Atomically, so a concurrent reader sees the whole document or none (a cache that cannot be written is
+    left out, never an error)."""
+    from accelenv.errors import AccelenvError
+    from accelenv.fileio import write_atomic
+
+    with contextlib.suppress(AccelenvError):
+        write_atomic(target, text)
 
 
 def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:

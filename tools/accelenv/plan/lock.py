@@ -20,6 +20,7 @@ from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.matrix.resolve import index_options
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from accelenv.matrix import Environment, Matrix
@@ -183,9 +184,7 @@ def resolve(env: Environment, *, glibc: str | None = None, timeout: float = 900.
             *index_options(env),
         ]
         try:
-            proc = subprocess.run(
-                argv, input=requirements, capture_output=True, text=True, timeout=timeout, check=False
-            )
+            proc = run_uv(argv, requirements, timeout)
         except FileNotFoundError:
             return Resolution(env=env.id, text=None, problem="uv is not installed (pip install uv)")
         except subprocess.TimeoutExpired:
@@ -194,6 +193,26 @@ def resolve(env: Environment, *, glibc: str | None = None, timeout: float = 900.
             return Resolution(env=env.id, text=None, problem=_explain(proc.stderr, env, platform))
         results[platform] = proc.stdout
     return Resolution(env=env.id, text=render_lock(env, merge_platforms(results), glibc), problem=None)
+
+
+# The machine's own index settings must not reach a lock: a lock is made only from the indexes the matrix
+# declares (index_options), so uv is run without these variables and without its configuration files.
+SCRUBBED_PREFIXES = ("PIP_", "UV_INDEX", "UV_EXTRA_INDEX", "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "UV_CONFIG_FILE")
+
+
+def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the index settings of pip and uv, and with uv's configuration files off."""
+    kept = {k: v for k, v in environ.items() if not k.upper().startswith(SCRUBBED_PREFIXES)}
+    return {**kept, "UV_NO_CONFIG": "1"}
+
+
+def run_uv(argv: list[str], input_text: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """uv in a process group accelenv ends (on a timeout, SIGTERM or Ctrl-C), with the scrubbed environment."""
+    import os
+
+    from accelenv.host.run import run_in_group
+
+    return run_in_group(argv, input_text=input_text, timeout=timeout, env=uv_environment(os.environ))
 
 
 def _explain(stderr: str, env: Environment, platform: str) -> str:
@@ -453,9 +472,7 @@ def resolve_image_lock(requirements: tuple[str, ...], *, timeout: float = 900.0)
         "--python-version", IMAGE_LOCK_PYTHON,
     ]  # fmt: skip
     try:
-        proc = subprocess.run(
-            argv, input="\n".join(requirements) + "\n", capture_output=True, text=True, timeout=timeout, check=False
-        )
+        proc = run_uv(argv, "\n".join(requirements) + "\n", timeout)
     except FileNotFoundError:
         return Resolution(env=IMAGE_LOCK_NAME, text=None, problem="uv is not installed (pip install uv)")
     except subprocess.TimeoutExpired:

@@ -85,8 +85,11 @@ def report_data(matrix: Matrix) -> dict[str, Any]:
 
 
 def _md(text: str) -> str:
-    """Matrix text as Markdown that renders as that text: no raw HTML (`<`, `&` become entities), no cell break."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    """Matrix text as Markdown that renders as that text: no raw HTML (`<`, `&` become entities), no cell break,
+    no link or image (`[`, `]` escaped), and a backslash is escaped first, so `\\|` cannot become `\\\\|` (an
+    escaped backslash, then a cell break)."""
+    text = text.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;")
+    return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:

@@ -261,10 +261,15 @@ def _local_index(index: str, project: str) -> Releases | _Failure | None:
         return None
     page = folder / "index.html"
     try:
-        if page.is_file():
-            with page.open("rb") as handle:
-                text = handle.read(_MAX_LOCAL_PAGE).decode("utf-8", "replace")
-            return parse_simple_html(text, project=project, index=index)
+        if page.exists():
+            from accelenv.errors import UsageError
+            from accelenv.fileio import read_bytes
+
+            try:  # bounded, and a FIFO there is refused rather than waited on
+                data = read_bytes(page, limit=_MAX_LOCAL_PAGE, what="index page")
+            except UsageError as error:
+                return _Failure(str(error))
+            return parse_simple_html(data.decode("utf-8", "replace"), project=project, index=index)
         names = [child.name for child in folder.iterdir() if child.is_file()]
     except OSError as error:
         return _Failure(f"{folder} cannot be read: {error.strerror or error}")

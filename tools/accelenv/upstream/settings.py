@@ -76,10 +76,12 @@ def read_index_settings(environ: Mapping[str, str], config_files: Sequence[Path]
     origins: list[str] = []
     for path in config_files if config_files is not None else pip_config_files(environ):
         parser = configparser.RawConfigParser()
-        try:
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                parser.read_file(handle)
-        except (OSError, configparser.Error):
+        from accelenv.errors import AccelenvError
+        from accelenv.fileio import read_bytes
+
+        try:  # bounded, never waiting on a FIFO
+            parser.read_string(read_bytes(path, limit=1024 * 1024, what="pip configuration").decode("utf-8", "replace"))
+        except (AccelenvError, configparser.Error):
             continue
         for section in ("global", "install"):
             if parser.has_option(section, "index-url"):

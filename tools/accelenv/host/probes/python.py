@@ -31,13 +31,13 @@ def installed_distributions(paths: list[str] | None = None) -> dict[str, list[st
             match = _DIST_INFO.match(child.name)
             if match:
                 name, version = match.group("name"), match.group("version")
-            else:
-                import importlib.metadata  # only for layouts whose folder name does not say (egg-info)
+            else:  # only layouts whose folder name does not say (egg-info) pay for reading the metadata
+                from accelenv.host.distmeta import name_and_version
 
-                meta = importlib.metadata.PathDistribution(child).metadata
-                name, version = meta["Name"], meta["Version"]
-                if not name or not version:
+                found = name_and_version(child)
+                if found is None:
                     continue
+                name, version = found
             installed.setdefault(canonical_name(name), []).append(version)
     return {k: sorted(v) for k, v in sorted(installed.items())}
 
