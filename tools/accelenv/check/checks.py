@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.check.cdi import container_cdi
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.report import PASSTHROUGH_DRIVERS
 from accelenv.matrix.model import PLATFORM_MACHINES, LiteralVersion, canonical_name, release_line
@@ -65,6 +66,7 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
         findings.append(_cpu_arch(matrix, env, report))
     else:
         findings += list(_accelerator_checks(matrix, env, family, runtime=runtime, acc=accelerator, report=report))
+        findings += container_cdi(family, report)
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))
