@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,9 @@ def test_the_reader_reads_real_nvidia_ctk_output() -> None:
     assert spec["cdiVersion"] == "0.5.0"
     assert spec["kind"] == "nvidia.com/gpu"
     edits = spec["containerEdits"]
-    assert isinstance(edits, dict) and isinstance(edits["mounts"], list) and isinstance(edits["hooks"], list)
+    assert isinstance(edits, dict)
+    assert isinstance(edits["mounts"], list)
+    assert isinstance(edits["hooks"], list)
     assert len(edits["mounts"]) == 48  # grep -c "  - containerPath" in the file
     assert edits["mounts"][0] == {
         "containerPath": "/run/nvidia-persistenced/socket",
@@ -62,8 +65,8 @@ def test_the_reader_reads_real_nvidia_ctk_output() -> None:
     [
         ("a: 1\nb: x y\n", {"a": "1", "b": "x y"}),
         ("a:\n- 1\n- '2'\n", {"a": ["1", "2"]}),  # Go's yaml: the dash under its key
-        ("a:\n  - b: c\n    d: [e, \"f, g\"]\n", {"a": [{"b": "c", "d": ["e", "f, g"]}]}),
-        ("# comment\n---\na: \"x # y\" # comment\nb: ~\nc: {}\n", {"a": "x # y", "b": None, "c": {}}),
+        ('a:\n  - b: c\n    d: [e, "f, g"]\n', {"a": [{"b": "c", "d": ["e", "f, g"]}]}),
+        ('# comment\n---\na: "x # y" # comment\nb: ~\nc: {}\n', {"a": "x # y", "b": None, "c": {}}),
         ("a: 'it''s'\nb: \"\\u00e9\\t\"\n", {"a": "it's", "b": "\u00e9\t"}),
         ("- a::b\n- --link\n", ["a::b", "--link"]),
         ("a:\nb: 1\n", {"a": None, "b": "1"}),
@@ -110,9 +113,8 @@ def host_with(tmp_path: Path, spec: Path, *, drop: tuple[str, ...] = ()) -> Root
     target = base / "var/run/cdi/nvidia.yaml"
     target.parent.mkdir(parents=True)
     target.write_text(spec.read_text())
-    document = loads(spec.read_text())
-    assert isinstance(document, dict)
-    edits = [document["containerEdits"], *(d["containerEdits"] for d in document["devices"])]  # type: ignore[union-attr,index,call-overload]
+    document: Any = loads(spec.read_text())
+    edits = [document["containerEdits"], *(d["containerEdits"] for d in document["devices"])]
     for edit in edits:
         for entry in [*edit.get("mounts", []), *edit.get("deviceNodes", []), *edit.get("hooks", [])]:
             host = entry.get("hostPath") or entry["path"]
@@ -156,7 +158,9 @@ def report(specs: tuple[CdiSpec, ...], driver: str | None) -> HostReport:
         os=OsInfo(id="ubuntu", version_id="24.04", pretty_name=None, kernel=None, glibc="2.39", arch="x86_64"),
         python=PythonInfo(version="3.12.3", implementation="CPython", executable="python3", distributions={}),
         accelerators=(
-            Accelerator(family="nvidia", driver_version=driver, runtime_version=None, devices=(), source="t", errors=()),
+            Accelerator(
+                family="nvidia", driver_version=driver, runtime_version=None, devices=(), source="t", errors=()
+            ),
         ),
         environment={},
         limits=Limits(shm_bytes=None, memlock_bytes=None, memlock_unlimited=False),
@@ -190,7 +194,8 @@ def test_a_spec_generated_for_another_driver_fails_with_the_regenerate_command(t
     assert finding.expected == "/var/run/cdi/nvidia.yaml generated for the loaded driver 580.95.05"
     assert finding.found == "generated for driver 570.133.20"
     assert finding.fix == (
-        "nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml (toolkit 1.18+: systemctl restart nvidia-cdi-refresh)"
+        "nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml "
+        "(toolkit 1.18+: systemctl restart nvidia-cdi-refresh)"
     )
 
 

@@ -19,6 +19,8 @@ from accelenv.errors import AccelenvError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from accelenv.build.wiring import EngineCaps
+
 MIN_API = "1.41"  # device requests (GPUs), build labels and platforms; Docker 20.10 speaks it
 SAVE_TIMEOUT = 3600.0  # seconds until `docker save` answers: the engine writes the whole archive first (~5 s/GB)
 
@@ -34,6 +36,7 @@ class EngineInfo:
     server_version: str
     os: str
     arch: str
+    product: str = "Docker"  # Podman when its version answer names the Podman Engine component
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +62,7 @@ class RunSpec:
     devices: list[str] = field(default_factory=list)  # /dev/kfd and the like, present on the host
     group_add: list[str] = field(default_factory=list)
     gpus: bool = False  # NVIDIA: a device request for every GPU
+    cdi_devices: list[str] = field(default_factory=list)  # CDI names (nvidia.com/gpu=all), see build/wiring.py
     runtime: str | None = None  # Gaudi: habana
     user: str | None = None
     workdir: str | None = None
@@ -291,11 +295,17 @@ class DockerEngine:
         import docker.types
         import docker.utils.socket
 
+        requests = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else []
+        devices = [f"{d}:{d}:rwm" for d in spec.devices]
+        if spec.cdi_devices and self._info.product == "Podman":
+            devices += spec.cdi_devices  # Podman reads CDI names among the devices; it takes no cdi requests
+        elif spec.cdi_devices:  # Docker's CLI sends --device vendor/class=name as this request
+            requests.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
         host_config = self._client.create_host_config(
             binds={host: {"bind": target, "mode": "rw"} for host, target in spec.volumes.items()},
-            devices=[f"{d}:{d}:rwm" for d in spec.devices],
+            devices=devices,
             group_add=spec.group_add or None,
-            device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else None,
+            device_requests=requests or None,
             runtime=spec.runtime,
             shm_size=spec.shm_size,
             ipc_mode=spec.ipc_mode,
@@ -337,6 +347,29 @@ class DockerEngine:
             raise EngineError(f"the container of {spec.image} failed to run: {_explain(error)}") from error
         finally:
             self._client.remove_container(cid, force=True)
+
+    def capabilities(self) -> EngineCaps:
+        """What the engine says it can give containers: CDI (and its spec folders), its OCI runtimes."""
+        import docker.errors
+
+        from accelenv.build.wiring import EngineCaps
+        from accelenv.host.cdi import SPEC_DIRS
+
+        try:
+            data = self._client.info()
+        except (docker.errors.DockerException, OSError) as error:
+            raise EngineError(f"cannot read the engine's configuration: {_explain(error)}") from error
+        runtimes = data.get("Runtimes") if isinstance(data, dict) else None
+        dirs = data.get("CDISpecDirs") if isinstance(data, dict) else None
+        podman = self._info.product == "Podman"
+        return EngineCaps(
+            host=self._info.host,
+            product=self._info.product,
+            version=self._info.server_version,
+            # Podman reads the CDI default folders (containers.conf cdi_spec_dirs) and reports none in /info
+            cdi_spec_dirs=tuple(str(d) for d in dirs) if isinstance(dirs, list) else (SPEC_DIRS if podman else ()),
+            runtimes=tuple(sorted(str(r) for r in runtimes)) if isinstance(runtimes, dict) else (),
+        )
 
     def push(self, reference: str, on_line: Callable[[str], None]) -> None:
         repository, _, tag = reference.rpartition(":")
@@ -396,7 +429,15 @@ def connect(timeout: float = 10.0) -> DockerEngine:
             server_version=str(version.get("Version", "?")),
             os=str(version.get("Os", "?")),
             arch=str(version.get("Arch", "?")),
+            product="Podman" if _is_podman(version) else "Docker",
         ),
+    )
+
+
+def _is_podman(version: dict[str, Any]) -> bool:
+    components = version.get("Components")
+    return isinstance(components, list) and any(
+        isinstance(c, dict) and str(c.get("Name", "")).startswith("Podman") for c in components
     )
 
 

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from accelenv.build.context import BuildPlan
-    from accelenv.build.engine import Engine
+    from accelenv.build.engine import DockerEngine, Engine, RunSpec
     from accelenv.build.prune import Current
+    from accelenv.check.verdict import Finding
     from accelenv.matrix.model import Environment, Matrix
 
 
@@ -233,6 +234,7 @@ def build(args: argparse.Namespace, out: TextIO) -> int:
 def verify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("env", metavar="ENV")
     _image_options(p)
+    _wiring_options(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
@@ -248,6 +250,7 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
     lock = _lock_text(repo_of(args), env.id)
     with connect() as engine:
         found = verify_image(engine, matrix, env, reference, lock)
+        found += _devices_finding(engine, matrix, env, args)
     result = verdict_json(env.id, found, source=f"image {reference}")
     if args.json:
         dump_json(result, out)
@@ -272,6 +275,17 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the container's /dev/shm, e.g. 16g (default: the family's container_shm_size, else {DEFAULT_SHM}); "
         "not for a family with container_ipc = host, whose containers use the host's IPC namespace and /dev/shm",
     )
+    _wiring_options(p)
+    p.add_argument(
+        "--stale-ok",
+        action="store_true",
+        help="run an image whose env-hash label is not the matrix's (built from another matrix or an older one)",
+    )
+    p.add_argument(
+        "--no-devices",
+        action="store_true",
+        help="start the container without the family's devices (say so rather than refuse when none can be given)",
+    )
     p.set_defaults(command=[])  # everything after `--` (split off by the entry point: argparse would misread it)
 
 
@@ -293,7 +307,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         env,
         _image_ref(args, matrix, env.id),
         command,
-        root=Root.from_option(None),
+        root=Root.from_option(args.root),
         workdir=workdir,
         shm_size=args.shm_size,
         user=container_user((os.getuid(), os.getgid()), (tree.st_uid, tree.st_gid)),
@@ -308,7 +322,44 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.flush()
 
     with connect() as engine:
+        spec = _settled(engine, matrix, env, spec, args)
         return engine.run(spec, echo, echo_error)
+
+
+def _wiring_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="read the host's CDI specs and device nodes under DIR (a captured host; default: this host, or "
+        "$ACCELENV_ROOT), as `accelenv check --root` does",
+    )
+
+
+def _devices_finding(engine: DockerEngine, matrix: Matrix, env: Environment, args: argparse.Namespace) -> list[Finding]:
+    from accelenv.build.launch import devices_finding
+    from accelenv.host.root import Root
+
+    return devices_finding(engine, matrix, env, root=Root.from_option(args.root), environ=os.environ)
+
+
+def _settled(
+    engine: DockerEngine, matrix: Matrix, env: Environment, spec: RunSpec, args: argparse.Namespace
+) -> RunSpec:
+    from accelenv.build.launch import settle
+    from accelenv.host.root import Root
+
+    root = Root.from_option(args.root)
+    return settle(
+        engine,
+        matrix,
+        env,
+        spec,
+        root=root,
+        environ=os.environ,
+        stale_ok=args.stale_ok,
+        no_devices=args.no_devices,
+        err=sys.stderr,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- prune
