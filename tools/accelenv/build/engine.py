@@ -297,9 +297,7 @@ class DockerEngine:
 
         requests = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else []
         devices = [f"{d}:{d}:rwm" for d in spec.devices]
-        if spec.cdi_devices and self._info.product == "Podman":
-            devices += spec.cdi_devices  # Podman reads CDI names among the devices; it takes no cdi requests
-        elif spec.cdi_devices:  # Docker's CLI sends --device vendor/class=name as this request
+        if spec.cdi_devices:  # Docker's CLI sends --device vendor/class=name as this request
             requests.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
         host_config = self._client.create_host_config(
             binds={host: {"bind": target, "mode": "rw"} for host, target in spec.volumes.items()},
@@ -311,14 +309,17 @@ class DockerEngine:
             ipc_mode=spec.ipc_mode,
         )
         try:
-            container = self._client.create_container(
-                spec.image,
-                command=spec.command,
-                environment=spec.environment,
-                host_config=host_config,
-                user=spec.user,
-                working_dir=spec.workdir,
-            )
+            if spec.cdi_devices and self._info.product == "Podman":
+                container = self._create_libpod(spec)
+            else:
+                container = self._client.create_container(
+                    spec.image,
+                    command=spec.command,
+                    environment=spec.environment,
+                    host_config=host_config,
+                    user=spec.user,
+                    working_dir=spec.workdir,
+                )
         except docker.errors.ImageNotFound as error:
             raise EngineError(f"no image {spec.image}: build it first (accelenv build)") from error
         except docker.errors.APIError as error:
@@ -347,6 +348,35 @@ class DockerEngine:
             raise EngineError(f"the container of {spec.image} failed to run: {_explain(error)}") from error
         finally:
             self._client.remove_container(cid, force=True)
+
+    def _create_libpod(self, spec: RunSpec) -> dict[str, Any]:
+        """Create the container through Podman's own API: its Docker-compatible API takes CDI names neither as
+        devices (it stats them as paths) nor as `cdi` device requests (it drops them: a container without the
+        device); its libpod API resolves them as `podman run --device nvidia.com/gpu=all` does."""
+        import docker.utils
+
+        body: dict[str, Any] = {
+            "image": spec.image,
+            "command": spec.command,
+            "env": spec.environment,
+            "mounts": [
+                {"destination": target, "source": host, "type": "bind", "options": ["rbind", "rw"]}
+                for host, target in spec.volumes.items()
+            ],
+            "devices": [{"path": path} for path in [*spec.devices, *spec.cdi_devices]],
+            "groups": spec.group_add,
+            "user": spec.user or "",
+            "work_dir": spec.workdir or "",
+        }
+        if spec.shm_size:
+            body["shm_size"] = docker.utils.parse_bytes(spec.shm_size)
+        if spec.ipc_mode:
+            body["ipcns"] = {"nsmode": spec.ipc_mode}
+        if spec.runtime:
+            body["oci_runtime"] = spec.runtime
+        response = self._client.post(f"{self._client.base_url}/v4.0.0/libpod/containers/create", json=body)
+        self._client._raise_for_status(response)  # docker-py's own error mapping: an APIError
+        return {"Id": str(response.json()["Id"])}
 
     def capabilities(self) -> EngineCaps:
         """What the engine says it can give containers: CDI (and its spec folders), its OCI runtimes."""

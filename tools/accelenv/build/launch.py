@@ -125,3 +125,28 @@ def settle(
     err.write(wiring.line() + "\n")
     err.flush()
     return wired(spec, wiring)
+
+
+def engine_lines(matrix: Matrix, *, root: Root, environ: Mapping[str, str]) -> list[str]:
+    """inspect's engine section: the engine DOCKER_HOST reaches (or why none answers), its version, CDI, its
+    runtimes, and per family whether `accelenv run` can give it devices there, and how."""
+    from accelenv.build.engine import EngineError, connect
+
+    try:
+        engine = connect(timeout=5)
+    except EngineError as error:
+        return [f"engine      none: {error}"]
+    with engine:
+        try:
+            caps = engine.capabilities()
+        except EngineError as error:
+            return [f"engine      {engine.info().host}: {error}"]
+    specs = read_specs(root)
+    lines = [f"engine      {caps.describe()}"]
+    for family in matrix.families.values():
+        if not family.pci_vendor_ids:
+            continue
+        wiring = choose(family, caps, specs, root, environ)
+        verdict = f"no: {wiring.refusal}" if wiring.refusal else f"yes: {wiring.reason}"
+        lines.append(f"  {family.id:<9} {verdict}")
+    return lines
