@@ -116,8 +116,10 @@ def _cdi(
     """The CDI wiring, or why not (a phrase)."""
     usable = [s for s in specs if s.kind == kind and not s.error]
     if not caps.cdi:
-        since = f"Podman {PODMAN_CDI}" if caps.product == "Podman" else f"Docker {DOCKER_CDI_DEFAULT}"
-        return f"no CDI: {caps.product} {caps.version} does not report it (CDI is on by default from {since})"
+        if caps.product == "Podman":
+            return f"no CDI: Podman {caps.version} takes no CDI names (Podman {PODMAN_CDI} and newer do)"
+        since = f"CDI is on by default from Docker {DOCKER_CDI_DEFAULT}"
+        return f"no CDI: {caps.product} {caps.version} does not report it ({since})"
     if not usable:
         broken = [s.path for s in specs if s.kind == kind or not s.kind]
         what = f"the {kind} spec does not parse ({', '.join(broken)})" if broken else f"no {kind} CDI spec"

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Environment, Matrix
 
 
+RUN_TIMEOUT = 300.0  # seconds an engine call may take: creating a container copies the image on vfs (Podman here)
+
+
 def _lock_text(repo: Path, env_id: str) -> str:
     from accelenv.plan.lock import lock_path
 
@@ -248,7 +251,7 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
     env = get_env(matrix, args.env)
     reference = _image_ref(args, matrix, env.id)
     lock = _lock_text(repo_of(args), env.id)
-    with connect() as engine:
+    with connect(timeout=RUN_TIMEOUT) as engine:
         found = verify_image(engine, matrix, env, reference, lock)
         found += _devices_finding(engine, matrix, env, args)
     result = verdict_json(env.id, found, source=f"image {reference}")
@@ -321,7 +324,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    with connect() as engine:
+    with connect(timeout=RUN_TIMEOUT) as engine:
         spec = _settled(engine, matrix, env, spec, args)
         return engine.run(spec, echo, echo_error)
 
