@@ -183,7 +183,7 @@ def _family() -> Json:
             ),
             "container_cdi_generate": _string(
                 "The command that writes (or rewrites, after a driver change) the family's CDI spec.",
-                r"^[^\n]{1,300}$",
+                TEXT_LINE,
                 "one command line",
             ),
             "ci_runner": _list(
