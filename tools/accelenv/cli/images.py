@@ -506,7 +506,11 @@ COMMANDS = {
         "  accelenv run cpu-py311 -- python -V\n\n"
         "The container gets the family's devices, groups, container runtime and variables, and its /dev/shm and\n"
         "IPC namespace from the family's data (container_shm_size, container_ipc in matrix.toml).\n"
-        "`accelenv show ENV` prints the same start as a docker run line.",
+        "`accelenv show ENV` prints the same start as a docker run line.\n\n"
+        "Devices: CDI names first (nvidia.com/gpu=all, narrowed by CUDA_VISIBLE_DEVICES and the like) where the\n"
+        "engine takes them and the family's spec exists, else the toolkit, runtime or device nodes; the choice and\n"
+        "its reason go to stderr. Refused (exit 3) before anything starts when no way can give the devices\n"
+        "(--no-devices starts it without) or the image's env-hash is not the matrix's (--stale-ok runs it).",
         arguments=run_arguments,
         run=run,
         takes_command=True,
