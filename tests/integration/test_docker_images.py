@@ -100,6 +100,14 @@ def test_build_noop_verify_run_and_break(
     assert "FAIL  image.distributions" in out
     assert "six 1.17.0 (lock: 1.16.0)" in out
 
+    # and run refuses it before it starts: not the environment the matrix declares now, unless --stale-ok
+    assert accelenv(matrix, "run", "ci-image", "--repository", repository, "--", "true") == 3
+    assert "or pass --stale-ok to run it as it is" in capsys.readouterr().err
+    assert accelenv(matrix, "run", "ci-image", "--repository", repository, "--stale-ok", "--", "true") == 0
+    err = capsys.readouterr().err
+    assert "running it anyway (--stale-ok)" in err
+    assert "devices: CPU only needs no devices" in err
+
 
 def test_a_missing_base_image_is_not_built_and_leaves_no_tag(
     engine: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -19,6 +19,8 @@ from accelenv.errors import AccelenvError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from accelenv.build.wiring import EngineCaps
+
 MIN_API = "1.41"  # device requests (GPUs), build labels and platforms; Docker 20.10 speaks it
 SAVE_TIMEOUT = 3600.0  # seconds until `docker save` answers: the engine writes the whole archive first (~5 s/GB)
 
@@ -34,6 +36,7 @@ class EngineInfo:
     server_version: str
     os: str
     arch: str
+    product: str = "Docker"  # Podman when its version answer names the Podman Engine component
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +63,7 @@ class RunSpec:
     devices: list[str] = field(default_factory=list)  # /dev/kfd and the like, present on the host
     group_add: list[str] = field(default_factory=list)
     gpus: bool = False  # NVIDIA: a device request for every GPU
+    cdi_devices: list[str] = field(default_factory=list)  # CDI names (nvidia.com/gpu=all), see build/wiring.py
     runtime: str | None = None  # Gaudi: habana
     user: str | None = None
     workdir: str | None = None
@@ -300,24 +304,31 @@ class DockerEngine:
         import docker.types
         import docker.utils.socket
 
+        requests = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else []
+        devices = [f"{d}:{d}:rwm" for d in spec.devices]
+        if spec.cdi_devices:  # Docker's CLI sends --device vendor/class=name as this request
+            requests.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
         host_config = self._client.create_host_config(
             binds={host: {"bind": target, "mode": "rw"} for host, target in spec.volumes.items()},
-            devices=[f"{d}:{d}:rwm" for d in spec.devices],
+            devices=devices,
             group_add=spec.group_add or None,
-            device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if spec.gpus else None,
+            device_requests=requests or None,
             runtime=spec.runtime,
             shm_size=spec.shm_size,
             ipc_mode=spec.ipc_mode,
         )
         try:
-            container = self._client.create_container(
-                spec.image,
-                command=spec.command,
-                environment=spec.environment,
-                host_config=host_config,
-                user=spec.user,
-                working_dir=spec.workdir,
-            )
+            if spec.cdi_devices and self._info.product == "Podman":
+                container = self._create_libpod(spec)
+            else:
+                container = self._client.create_container(
+                    spec.image,
+                    command=spec.command,
+                    environment=spec.environment,
+                    host_config=host_config,
+                    user=spec.user,
+                    working_dir=spec.workdir,
+                )
         except docker.errors.ImageNotFound as error:
             raise EngineError(f"no image {spec.image}: build it first (accelenv build)") from error
         except docker.errors.APIError as error:
@@ -346,6 +357,58 @@ class DockerEngine:
             raise EngineError(f"the container of {spec.image} failed to run: {_explain(error)}") from error
         finally:
             self._client.remove_container(cid, force=True)
+
+    def _create_libpod(self, spec: RunSpec) -> dict[str, Any]:
+        """Create the container through Podman's own API: its Docker-compatible API takes CDI names neither as
+        devices (it stats them as paths) nor as `cdi` device requests (it drops them: a container without the
+        device); its libpod API resolves them as `podman run --device nvidia.com/gpu=all` does."""
+        import docker.utils
+
+        body: dict[str, Any] = {
+            "image": spec.image,
+            "command": spec.command,
+            "env": spec.environment,
+            "mounts": [
+                {"destination": target, "source": host, "type": "bind", "options": ["rbind", "rw"]}
+                for host, target in spec.volumes.items()
+            ],
+            "devices": [{"path": path} for path in [*spec.devices, *spec.cdi_devices]],
+            "groups": spec.group_add,
+            "user": spec.user or "",
+            "work_dir": spec.workdir or "",
+        }
+        if spec.shm_size:
+            body["shm_size"] = docker.utils.parse_bytes(spec.shm_size)
+        if spec.ipc_mode:
+            body["ipcns"] = {"nsmode": spec.ipc_mode}
+        if spec.runtime:
+            body["oci_runtime"] = spec.runtime
+        response = self._client.post(f"{self._client.base_url}/v4.0.0/libpod/containers/create", json=body)
+        self._client._raise_for_status(response)  # docker-py's own error mapping: an APIError
+        return {"Id": str(response.json()["Id"])}
+
+    def capabilities(self) -> EngineCaps:
+        """What the engine says it can give containers: CDI (and its spec folders), its OCI runtimes."""
+        import docker.errors
+
+        from accelenv.build.wiring import EngineCaps
+        from accelenv.host.cdi import SPEC_DIRS
+
+        try:
+            data = self._client.info()
+        except (docker.errors.DockerException, OSError) as error:
+            raise EngineError(f"cannot read the engine's configuration: {_explain(error)}") from error
+        runtimes = data.get("Runtimes") if isinstance(data, dict) else None
+        dirs = data.get("CDISpecDirs") if isinstance(data, dict) else None
+        podman = self._info.product == "Podman"
+        return EngineCaps(
+            host=self._info.host,
+            product=self._info.product,
+            version=self._info.server_version,
+            # Podman reads the CDI default folders (containers.conf cdi_spec_dirs) and reports none in /info
+            cdi_spec_dirs=tuple(str(d) for d in dirs) if isinstance(dirs, list) else (SPEC_DIRS if podman else ()),
+            runtimes=tuple(sorted(str(r) for r in runtimes)) if isinstance(runtimes, dict) else (),
+        )
 
     def push(self, reference: str, on_line: Callable[[str], None]) -> None:
         repository, _, tag = reference.rpartition(":")
@@ -458,6 +521,7 @@ def connect(timeout: float = 10.0) -> DockerEngine:
             server_version=str(version.get("Version", "?")),
             os=str(version.get("Os", "?")),
             arch=str(version.get("Arch", "?")),
+            product="Podman" if _is_podman(version) else "Docker",
         ),
     )
 
@@ -470,6 +534,13 @@ def pull_target(reference: str) -> tuple[str, str]:
     colon = name.rfind(":")
     repository, tag = (name[:colon], name[colon + 1 :]) if colon > slash else (name, "latest")
     return repository, digest or tag
+
+
+def _is_podman(version: dict[str, Any]) -> bool:
+    components = version.get("Components")
+    return isinstance(components, list) and any(
+        isinstance(c, dict) and str(c.get("Name", "")).startswith("Podman") for c in components
+    )
 
 
 def _close_attached(sock: Any) -> None:

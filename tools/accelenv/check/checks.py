@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.check.cdi import container_cdi
 from accelenv.check.framework import framework_findings
 from accelenv.check.tool_faults import tool_faults
 from accelenv.check.verdict import Finding, Status
@@ -73,6 +74,7 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
             from accelenv.check.consistency import consistency_findings
 
             findings += list(consistency_findings(matrix, accelerator))
+        findings += container_cdi(family, report)
     findings += list(_topology(env, report))
     if not host_only:
         findings += list(_requirements(env, report))

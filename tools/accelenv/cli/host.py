@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -35,6 +36,8 @@ def inspect_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def inspect(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.host.root import Root
+
     matrix = matrix_of(args)
     report = host_report(args, matrix, args.family or None, topology=args.json)  # the text shows no topology
     if args.json:
@@ -62,6 +65,12 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
         f"{yes[c.docker_socket]}; nvidia container toolkit {yes[c.nvidia_container_toolkit]}"
         f"{'; CDI specs ' + ', '.join(c.cdi_specs) if c.cdi_specs else ''}\n"
     )
+    if not args.snapshot and Root.from_option(args.root).is_live:  # a captured host has no engine of its own
+        from accelenv.build.launch import engine_lines
+
+        out.write(
+            "".join(f"{line}\n" for line in engine_lines(matrix, root=Root.from_option(args.root), environ=os.environ))
+        )
     if not report.accelerators:
         out.write(
             "accelerators none found (no PCI function, kernel module, device node or vendor tool of any family)\n"

@@ -19,10 +19,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from accelenv.build.context import BuildPlan
-    from accelenv.build.engine import Engine
+    from accelenv.build.engine import DockerEngine, Engine, RunSpec
     from accelenv.build.prune import Current
     from accelenv.build.readiness import BasePuller, Blocker
+    from accelenv.check.verdict import Finding
     from accelenv.matrix.model import Environment, Matrix
+
+
+RUN_TIMEOUT = 300.0  # seconds an engine call may take: creating a container copies the image on vfs (Podman here)
 
 
 def _lock_text(repo: Path, env_id: str) -> str:
@@ -227,6 +231,7 @@ def verify_arguments(p: argparse.ArgumentParser) -> None:
         help="verify that platform's image (`<human tag>-<arch>`), started under QEMU emulation where it is foreign "
         "(default: the engine's own)",
     )
+    _wiring_options(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
@@ -243,7 +248,7 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
     reference = _image_ref(args, matrix, env.id)
     lock = _lock_text(repo_of(args), env.id)
     override = overrides.load(repo_of(args), matrix).get(env.id)
-    with connect() as engine:  # an image built on a local stand-in is judged as that build saw the matrix
+    with connect(timeout=RUN_TIMEOUT) as engine:  # an image built on a stand-in is judged as that build saw the matrix
         native = host_platform(engine.info().arch)
         (platform,) = platforms_for(env, args.platform, native=native) if args.platform else (native,)
         if platform != native:
@@ -253,6 +258,7 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
             if not args.image:
                 reference = f"{reference}-{arch_of(platform)}"
         found = verify_image(engine, overrides.apply(matrix, env, override), env, reference, lock, platform=platform)
+        found += _devices_finding(engine, matrix, env, args)
     if override is not None:
         found.append(overrides.standin_finding(matrix, env, override))
     result = verdict_json(env.id, found, source=f"image {reference}")
@@ -279,6 +285,17 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the container's /dev/shm, e.g. 16g (default: the family's container_shm_size, else {DEFAULT_SHM}); "
         "not for a family with container_ipc = host, whose containers use the host's IPC namespace and /dev/shm",
     )
+    _wiring_options(p)
+    p.add_argument(
+        "--stale-ok",
+        action="store_true",
+        help="run an image whose env-hash label is not the matrix's (built from another matrix or an older one)",
+    )
+    p.add_argument(
+        "--no-devices",
+        action="store_true",
+        help="start the container without the family's devices (say so rather than refuse when none can be given)",
+    )
     p.set_defaults(command=[])  # everything after `--` (split off by the entry point: argparse would misread it)
 
 
@@ -300,7 +317,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         env,
         _image_ref(args, matrix, env.id),
         command,
-        root=Root.from_option(None),
+        root=Root.from_option(args.root),
         workdir=workdir,
         shm_size=args.shm_size,
         user=container_user((os.getuid(), os.getgid()), (tree.st_uid, tree.st_gid)),
@@ -314,8 +331,45 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    with connect() as engine:
+    with connect(timeout=RUN_TIMEOUT) as engine:
+        spec = _settled(engine, matrix, env, spec, args)
         return engine.run(spec, echo, echo_error)
+
+
+def _wiring_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="read the host's CDI specs and device nodes under DIR (a captured host; default: this host, or "
+        "$ACCELENV_ROOT), as `accelenv check --root` does",
+    )
+
+
+def _devices_finding(engine: DockerEngine, matrix: Matrix, env: Environment, args: argparse.Namespace) -> list[Finding]:
+    from accelenv.build.launch import devices_finding
+    from accelenv.host.root import Root
+
+    return devices_finding(engine, matrix, env, root=Root.from_option(args.root), environ=os.environ)
+
+
+def _settled(
+    engine: DockerEngine, matrix: Matrix, env: Environment, spec: RunSpec, args: argparse.Namespace
+) -> RunSpec:
+    from accelenv.build.launch import settle
+    from accelenv.host.root import Root
+
+    root = Root.from_option(args.root)
+    return settle(
+        engine,
+        matrix,
+        env,
+        spec,
+        root=root,
+        environ=os.environ,
+        stale_ok=args.stale_ok,
+        no_devices=args.no_devices,
+        err=sys.stderr,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- prune
@@ -455,7 +509,11 @@ COMMANDS = {
         "  accelenv run cpu-py311 -- python -V\n\n"
         "The container gets the family's devices, groups, container runtime and variables, and its /dev/shm and\n"
         "IPC namespace from the family's data (container_shm_size, container_ipc in matrix.toml).\n"
-        "`accelenv show ENV` prints the same start as a docker run line.",
+        "`accelenv show ENV` prints the same start as a docker run line.\n\n"
+        "Devices: CDI names first (nvidia.com/gpu=all, narrowed by CUDA_VISIBLE_DEVICES and the like) where the\n"
+        "engine takes them and the family's spec exists, else the toolkit, runtime or device nodes; the choice and\n"
+        "its reason go to stderr. Refused (exit 3) before anything starts when no way can give the devices\n"
+        "(--no-devices starts it without) or the image's env-hash is not the matrix's (--stale-ok runs it).",
         arguments=run_arguments,
         run=run,
         takes_command=True,

@@ -293,7 +293,21 @@ def by_hand(data: dict[str, Any], lock: str | None) -> list[str]:
     flags += [f"--shm-size {shm}"] if shm else []
     flags += ['-v "$PWD":/workspace', "-w /workspace", data["base_image"]["reference"]]
     python = f"python{data['python']}"
-    lines = ["docker run " + " ".join(flags), "# then, inside the container:"]
+    lines = ["docker run " + " ".join(flags)]
+    if container.get("cdi_kind"):  # what accelenv run asks for first (build/wiring.py)
+        legacy = (
+            "--gpus all"
+            if container["gpus"]
+            else f"--runtime {container['runtime']}"
+            if container["runtime"]
+            else "the --device flags"
+        )
+        lines.append(
+            f"# with CDI (Docker 28.2+, Podman 4.1+) and a {container['cdi_kind']} spec in /etc/cdi or "
+            f"/var/run/cdi, as accelenv run does: --device {container['cdi_kind']}=all (or =NAME per device it "
+            f"lists) instead of {legacy}"
+        )
+    lines.append("# then, inside the container:")
     if data["base_image"]["python"] != data["python"]:
         lines.append(
             f"apt-get update && apt-get install -y --no-install-recommends {python} {python}-venv"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelenv.host.cdi import CdiSpec
 from accelenv.host.run import ToolResult
 
 REPORT_VERSION = 1
@@ -96,6 +97,7 @@ class Container:
     docker_socket: bool
     nvidia_container_toolkit: bool
     cdi_specs: tuple[str, ...]
+    cdi: tuple[CdiSpec, ...] = ()  # what each spec file holds, summarised (host/cdi.py); check judges it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +129,11 @@ class HostReport:
             "accelerators": [_accelerator_json(a) for a in self.accelerators],
             "environment": dict(sorted(self.environment.items())),
             "limits": vars(self.limits),
-            "container": {**vars(self.container), "cdi_specs": list(self.container.cdi_specs)},
+            "container": {
+                **vars(self.container),
+                "cdi_specs": list(self.container.cdi_specs),
+                "cdi": [spec.as_json() for spec in self.container.cdi],
+            },
             "topology": self.topology,
             "unreadable": dict(sorted(self.unreadable.items())),
         }
@@ -158,6 +164,7 @@ class HostReport:
                 docker_socket=bool(data["container"]["docker_socket"]),
                 nvidia_container_toolkit=bool(data["container"]["nvidia_container_toolkit"]),
                 cdi_specs=tuple(data["container"]["cdi_specs"]),
+                cdi=tuple(CdiSpec.from_json(spec) for spec in data["container"].get("cdi", ())),
             ),
             topology=dict(data.get("topology", {})),
             raw={k: ToolResult.from_json(v) for k, v in data.get("raw", {}).items()},

@@ -326,6 +326,8 @@ def _build(
             container_runtime=v.get("container_runtime"),
             container_shm_size=v.get("container_shm_size"),
             container_ipc=v.get("container_ipc"),
+            container_cdi_kind=v.get("container_cdi_kind"),
+            container_cdi_generate=v.get("container_cdi_generate"),
             ci_runner=tuple(v.get("ci_runner", ("ubuntu-latest",))),
             ci_queue=v.get("ci_queue"),
             ci_tier=CiTier(v.get("ci_tier", "pr")),

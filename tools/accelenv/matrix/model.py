@@ -110,6 +110,8 @@ class Family:
     container_runtime: str | None
     container_shm_size: str | None = None
     container_ipc: str | None = None
+    container_cdi_kind: str | None = None  # the CDI kind its vendor's spec generator writes (nvidia.com/gpu)
+    container_cdi_generate: str | None = None  # the command that (re)writes that spec
     ci_runner: tuple[str, ...]
     ci_queue: str | None
     ci_tier: CiTier

@@ -97,6 +97,7 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
                 "runtime": family.container_runtime,
                 "shm_size": family.container_shm_size,
                 "ipc": family.container_ipc,
+                "cdi_kind": family.container_cdi_kind,
             },
         },
         "os": env.os,

@@ -176,6 +176,17 @@ def _family() -> Json:
                 "description": "The container's IPC namespace (docker --ipc), where the vendor documents one: host "
                 "shares the host's, and its /dev/shm (Intel Gaudi's HCCL needs it). Default: the engine's.",
             },
+            "container_cdi_kind": _string(
+                "The CDI kind (vendor/class) of the spec the vendor's generator writes (nvidia.com/gpu): run and "
+                "verify request its devices by CDI name where the engine supports CDI and the spec exists.",
+                r"^[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9_.-]*$",
+                "vendor/class, such as nvidia.com/gpu",
+            ),
+            "container_cdi_generate": _string(
+                "The command that writes (or rewrites, after a driver change) the family's CDI spec.",
+                TEXT_LINE,
+                "one command line",
+            ),
             "ci_runner": _list(
                 "GitHub Actions runs-on labels of the runners with this family's devices.",
                 {"type": "string", "pattern": TOOL, "x-hint": "a runner label such as self-hosted"},

@@ -33,6 +33,29 @@ def _obj(description: str, properties: dict[str, Json], *, required: tuple[str, 
     }
 
 
+_CDI_SPEC: Json = {
+    "type": "object",
+    "description": "One CDI spec file, summarised (host/cdi.py).",
+    "additionalProperties": False,
+    "required": ["path", "error", "cdi_version", "kind", "devices", "driver_version", "paths", "missing"],
+    "properties": {
+        "path": {"type": "string", "description": "Host path of the file."},
+        "error": {"type": "string", "description": "Why it is not a usable spec; empty when it is."},
+        "cdi_version": {"type": "string", "description": "Its cdiVersion."},
+        "kind": {"type": "string", "description": "Its kind (vendor/class), e.g. nvidia.com/gpu."},
+        "devices": {"type": "array", "description": "Its device names.", "items": {"type": "string"}},
+        "driver_version": {"type": "string", "description": "The driver it was generated for, where it says."},
+        "paths": {"type": "integer", "minimum": 0, "description": "Host paths its containerEdits name."},
+        "missing": {
+            "type": "array",
+            "description": "Those that do not exist (the first 64).",
+            "items": {"type": "string"},
+        },
+        "missing_count": {"type": "integer", "minimum": 0, "description": "How many do not exist."},
+    },
+}
+
+
 def _strings(description: str) -> Json:
     return {"type": "array", "description": description, "items": {"type": "string"}}
 
@@ -173,7 +196,9 @@ def inspect_schema() -> Json:
                     "docker_socket": {"type": "boolean", "description": "A Docker socket is present."},
                     "nvidia_container_toolkit": {"type": "boolean", "description": "nvidia-ctk is installed."},
                     "cdi_specs": _strings("CDI spec files found (/etc/cdi, /var/run/cdi)."),
+                    "cdi": {"type": "array", "description": "What each CDI spec file holds.", "items": _CDI_SPEC},
                 },
+                required=("inside_container", "docker_socket", "nvidia_container_toolkit", "cdi_specs"),
             ),
             "topology": {
                 "type": "object",

@@ -6,6 +6,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from accelenv.host.cdi import read_specs
 from accelenv.host.report import Container, Limits, OsInfo
 
 if TYPE_CHECKING:
@@ -108,17 +109,14 @@ def container(root: Root, runner: Runner) -> Container:
         or root.exists("/run/.containerenv")
         or any(marker in cgroup for marker in ("docker", "kubepods", "containerd", "libpod"))
     )
-    specs = tuple(
-        path
-        for folder in ("/etc/cdi", "/var/run/cdi")
-        for path in root.glob(f"{folder}/*.yaml") + root.glob(f"{folder}/*.json")
-    )
+    cdi = read_specs(root)
     return Container(
         inside_container=inside,
         docker_socket=root.exists("/var/run/docker.sock") or root.exists("/run/docker.sock"),
         nvidia_container_toolkit=runner.which("nvidia-ctk") is not None
         or runner.which("nvidia-container-runtime") is not None,
-        cdi_specs=tuple(sorted(specs)),
+        cdi_specs=tuple(spec.path for spec in cdi),
+        cdi=cdi,
     )
 
 
