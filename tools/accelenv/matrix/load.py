@@ -36,6 +36,7 @@ from accelenv.matrix.model import (
     Matrix,
     Maturity,
     OsBase,
+    Peak,
     Requirements,
     Requires,
     Runtime,
@@ -337,6 +338,7 @@ def _build(
             no_driver_min=v.get("no_driver_min", ""),
             sources=tuple(v.get("sources", ())),
             notes=v.get("notes", ""),
+            peak=_peak(v.get("peak")),
         )
         for key, v in _entries(document, "skus", broken)
     }
@@ -433,6 +435,19 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         ci_queue=v.get("ci_queue"),
         requires=Requires(**v.get("requires", {})),
         sources=tuple(v.get("sources", ())),
+        perf_min_fraction=v.get("perf_min_fraction"),
+    )
+
+
+def _peak(v: dict[str, Any] | None) -> Peak | None:
+    if v is None:
+        return None
+    return Peak(
+        precision=v["precision"],
+        matmul_tflops=v.get("matmul_tflops"),
+        memory_gb_s=v.get("memory_gb_s"),
+        source=v["source"],
+        notes=v.get("notes", ""),
     )
 
 

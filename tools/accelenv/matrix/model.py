@@ -117,6 +117,18 @@ class Family:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Peak:
+    """A SKU's documented peak, per device, from the vendor's datasheet (`source`): dense matrix throughput at
+    its main training precision and device memory bandwidth. A figure the datasheet does not give is None."""
+
+    precision: str  # bf16, fp16, fp32: what the conformance matmul runs at
+    matmul_tflops: float | None
+    memory_gb_s: float | None
+    source: str
+    notes: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sku:
     """One accelerator model, identified the way host tools report it."""
 
@@ -132,6 +144,7 @@ class Sku:
     no_driver_min: str = ""
     sources: tuple[str, ...]
     notes: str
+    peak: Peak | None = None
 
     def matches_name(self, reported: str) -> bool:
         """True when a tool's product name matches one of this SKU's patterns (shell globs, any case)."""
@@ -322,6 +335,7 @@ class Environment:
     ci_queue: str | None
     requires: Requires
     sources: tuple[str, ...]
+    perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
 
 
 @dataclass(frozen=True, kw_only=True)

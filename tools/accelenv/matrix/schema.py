@@ -244,8 +244,26 @@ def _sku() -> Json:
             ),
             "sources": _sources(),
             "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
+            "peak": _peak(),
         },
         required=("family", "name", "arch"),
+    )
+
+
+def _peak() -> Json:
+    """A SKU's documented per-device peak, which the conformance performance tests compare with."""
+    figure = {"type": "number", "exclusiveMinimum": 0}
+    return _object(
+        "The vendor datasheet's per-device peak: dense (not sparse) matrix throughput at the main training "
+        "precision, and memory bandwidth. A figure the datasheet does not give is left out.",
+        {
+            "precision": {"type": "string", "enum": ["bf16", "fp16", "fp32"], "description": "The matmul's dtype."},
+            "matmul_tflops": {**figure, "description": "Dense matrix throughput, TFLOP/s, per device."},
+            "memory_gb_s": {**figure, "description": "Device memory bandwidth, GB/s (10^9 bytes), per device."},
+            "source": _string("The [sources] id of the datasheet.", ID, "a source id"),
+            "notes": _string("How the figure was read (halved from a sparse one).", TEXT_LINE, "one line of text"),
+        },
+        required=("precision", "source"),
     )
 
 
@@ -438,6 +456,12 @@ def _env() -> Json:
                 "type": "string",
                 "enum": ["pr", "nightly", "release"],
                 "description": "Which CI runs it: every pull request, nightly, or only before a release.",
+            },
+            "perf_min_fraction": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "description": "A conformance performance figure below this fraction of the SKU's peak is a warning.",
             },
             "requires": _object(
                 "What the environment's workloads need beyond devices; the checker verifies what it can read.",
