@@ -320,6 +320,7 @@ def _build(
             ci_queue=v.get("ci_queue"),
             ci_tier=CiTier(v.get("ci_tier", "pr")),
             no_sku_driver_min=v.get("no_sku_driver_min", ""),
+            collective_backend=v.get("collective_backend"),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)

@@ -113,6 +113,7 @@ class Family:
     ci_queue: str | None
     ci_tier: CiTier
     no_sku_driver_min: str = ""
+    collective_backend: str | None = None  # torch.distributed backend of the conformance suite: nccl, gloo ...
     sources: tuple[str, ...]
 
 

@@ -191,6 +191,12 @@ def _family() -> Json:
                 WHEEL_TAG_FORMAT,
                 "a format with {major}, {minor} or {patch}, e.g. rocm{major}.{minor}",
             ),
+            "collective_backend": {
+                "type": "string",
+                "enum": ["nccl", "gloo", "hccl", "xla"],
+                "description": "The torch.distributed backend the conformance suite forms its process group over "
+                "(NCCL also names RCCL on ROCm builds; xla is the PJRT path of TPU and Neuron).",
+            },
             "no_sku_driver_min": _string(
                 "Why the family's SKUs carry no driver floor of their own (their runtimes' driver rules decide); "
                 "a SKU's own driver_min or no_driver_min still applies.",
