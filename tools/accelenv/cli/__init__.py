@@ -87,6 +87,11 @@ COMMANDS: dict[str, Entry] = {
     "prune": Entry(
         "images", "Remove accelenv images beyond the newest N per environment, or that the matrix no longer builds."
     ),
+    # conformance evidence: accelenv.cli.results
+    "results": Entry(
+        "results",
+        "Merge conformance result records, flag performance regressions, name what no recent record proves.",
+    ),
     # upstream: accelenv.cli.upstream
     "outdated": Entry(
         "upstream",

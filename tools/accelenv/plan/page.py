@@ -485,8 +485,15 @@ def _asset(name: str) -> str:
     return files("accelenv.plan").joinpath(name).read_text(encoding="utf-8")
 
 
-def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, repository: str = "accelenv") -> str:
-    """The page. `locks` maps environment ids to their lock state (absent: not shown)."""
+def html_page(
+    matrix: Matrix,
+    *,
+    locks: Mapping[str, LockState] | None = None,
+    repository: str = "accelenv",
+    evidence: list[str] | None = None,
+) -> str:
+    """The page. `locks` maps environment ids to their lock state (absent: not shown); `evidence` is the
+    Evidence section from result records (plan/evidence.py), absent when no records were given."""
     locks = dict(locks or {})
     n_runs = sum(
         1
@@ -541,6 +548,7 @@ def html_page(matrix: Matrix, *, locks: Mapping[str, LockState] | None = None, r
         "<main>",
         *_start(),
         *_overview(matrix, locks),
+        *(evidence or []),
         '<section id="pick" aria-labelledby="h-pick"><h2 id="h-pick">By SKU: <span id="pick-name"></span></h2>',
         '<p id="pick-meta" class="muted"></p>',
         (

@@ -239,7 +239,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = run.folder / f"{run.id}{SUFFIX}"
     from accelenv.fileio import write_atomic
 
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"accelenv: result record {path} ({data['outcome']})")

@@ -160,6 +160,14 @@ def record_of(data: dict[str, Any], path: str) -> Record:
     )
 
 
+class _NotANumber(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> object:
+    raise _NotANumber(name)
+
+
 def read_record(path: Path, matrix: Matrix, *, now: float | None = None) -> Record | Refused:
     """The record in `path`, or why it is refused."""
     try:
@@ -167,13 +175,15 @@ def read_record(path: Path, matrix: Matrix, *, now: float | None = None) -> Reco
     except UsageError as error:
         return Refused(path=str(path), reason=str(error).removeprefix(f"{path}: "))
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as error:
         return Refused(path=str(path), reason=f"not UTF-8 ({error.reason} at byte {error.start})")
     except json.JSONDecodeError as error:
         return Refused(path=str(path), reason=f"not JSON (truncated?): {error.msg} at line {error.lineno}")
     except RecursionError:
         return Refused(path=str(path), reason="not JSON: nested too deeply")
+    except _NotANumber as error:
+        return Refused(path=str(path), reason=f"not JSON: {error} is no number JSON allows (a figure must be finite)")
     reason = check_record(data, matrix, now=time.time() if now is None else now)
     if reason is not None:
         return Refused(path=str(path), reason=reason)
