@@ -34,6 +34,10 @@ LR = 0.1
 RESOURCE = {"cpu": {"num_cpus": 1}, "nvidia": {"num_gpus": 1}, "amd": {"num_gpus": 1}}
 CUSTOM = {"gaudi": "HPU", "tpu": "TPU", "neuron": "neuron_cores"}
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+if not os.environ.get("RAY_ADDRESS") and "ray" not in sys.modules:
+    # Ray reads these when it is imported: with clusters "disabled" every node's address is loopback
+    for _key, _value in LOOPBACK_ENV.items():
+        os.environ.setdefault(_key, _value)
 
 
 def backend_of(matrix: Matrix, env: Environment) -> str:
@@ -61,7 +65,7 @@ class Cluster:
 def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
     """A Ray cluster for the suite, connected; shut down (what it started, only) afterwards."""
     ray = pytest.importorskip("ray")
-    import ray.cloudpickle
+    from ray._private import ray_constants
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not find tests/support
     address = os.environ.get("RAY_ADDRESS")
@@ -72,14 +76,15 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
         if address:
             ray.init(address=address, log_to_driver=False)
         elif family == "cpu":
+            if ray_constants.ENABLE_RAY_CLUSTER:
+                pytest.fail("ray was imported before the conformance kit set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0")
             os.environ.update({**LOOPBACK_ENV, "HOME": home})
             from ray.cluster_utils import Cluster as RayCluster
 
-            local = RayCluster(
-                initialize_head=True,
-                head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False},
-            )
-            local.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            # a temp dir of its own: Ray keeps the node address it picked in /tmp/ray, shared with other clusters
+            node = {"node_ip_address": "127.0.0.1", "temp_dir": tempfile.mkdtemp(prefix="ar-", dir="/tmp")}
+            local = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, **node})
+            local.add_node(num_cpus=1, **node)
             local.wait_for_nodes()
             ray.init(address=local.address, _node_ip_address="127.0.0.1", log_to_driver=False)
         else:
