@@ -22,7 +22,8 @@ def _restarted(ray: object, member: object, old_pid: int, timeout: float = 120.0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            pid = int(ray_module.get(member.pid.remote(), timeout=30))  # type: ignore[attr-defined]
+            got: object = ray_module.get(member.pid.remote(), timeout=30)  # type: ignore[attr-defined]
+            pid = int(str(got))
         except (ray_module.exceptions.RayActorError, ray_module.exceptions.GetTimeoutError):
             time.sleep(0.5)
             continue

@@ -8,15 +8,17 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from accelenv.matrix import load_matrix
-from accelenv.matrix.model import Matrix
 from accelenv.plan.evidence import DECLARED, FAILED, PROVEN, evidence, html_section, markdown_section
 from accelenv.plan.page import html_page
 from accelenv.results.record import Refused, read_record, read_records
+
+if TYPE_CHECKING:
+    from accelenv.matrix.model import Matrix
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = 1_800_000_000  # 2027-01-15

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from cpusuite import BASIC, CONFORMANCE, build_venv, run_suite, torch_wheel
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 
@@ -41,13 +44,15 @@ def test_the_cpu_suite_proves_cpu_py311(tmp_path: Path, capsys: pytest.CaptureFi
     assert outcomes["test_a_killed_member_is_restarted_and_the_run_completes"] == "passed"
     assert {f["name"] for f in record["perf"]} == {"matmul", "memory_bandwidth", "allreduce_busbw"}
     torch = next(f for f in record["env"]["frameworks"] if f["name"] == "torch")
-    assert torch["pinned"] is None and torch["matches_pin"] is False  # the record says torch is not the env's pin
+    assert torch["pinned"] is None  # the record says torch is not the environment's pin
+    assert torch["matches_pin"] is False
 
     capsys.readouterr()
     assert main(["results", str(results), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in listed["records"]] == [record["id"]]
-    assert listed["refused"] == [] and listed["regressions"] == []
+    assert listed["refused"] == []
+    assert listed["regressions"] == []
     assert main(["results", str(results), "--stale-after", "1", "--json"]) == 1  # other families are unproven
     stale = {(s["env"], s["sku"]) for s in json.loads(capsys.readouterr().out)["stale"]}
     assert ("cpu-py311", record["host"]["sku"]) not in stale

@@ -82,7 +82,10 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
             from ray.cluster_utils import Cluster as RayCluster
 
             # a temp dir of its own: Ray keeps the node address it picked in /tmp/ray, shared with other clusters
-            node = {"node_ip_address": "127.0.0.1", "temp_dir": tempfile.mkdtemp(prefix="ar-", dir="/tmp")}
+            node: dict[str, Any] = {
+                "node_ip_address": "127.0.0.1",
+                "temp_dir": tempfile.mkdtemp(prefix="ar-", dir="/tmp"),
+            }
             local = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, **node})
             local.add_node(num_cpus=1, **node)
             local.wait_for_nodes()
@@ -99,7 +102,7 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
     finally:
         ray.shutdown()
         if local is not None:
-            local.shutdown()
+            local.shutdown()  # type: ignore[no-untyped-call]
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -156,7 +159,8 @@ class Member:
         """This member's node address and a port free on it, for the group's TCP store."""
         import ray.util
 
-        return str(ray.util.get_node_ip_address()), free_port_on(str(ray.util.get_node_ip_address()))
+        address = str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
+        return address, free_port_on(address)
 
     def node(self) -> str:
         import ray
@@ -203,7 +207,7 @@ class Member:
         grads = torch.autograd.grad(loss, [weight, bias])
         for grad in grads:
             dist.all_reduce(grad)
-            grad /= self.world
+        grads = tuple(grad / self.world for grad in grads)
         with torch.no_grad():
             self.params = [(p - LR * g).detach() for p, g in zip(self.params, grads, strict=True)]
 
@@ -251,7 +255,8 @@ def _sync(device: Any) -> Callable[[], None]:
     import torch
 
     if getattr(device, "type", "cpu") == "cuda":
-        return torch.cuda.synchronize
+        synchronize: Callable[[], None] = torch.cuda.synchronize
+        return synchronize
     return lambda: None
 
 

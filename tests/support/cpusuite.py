@@ -4,7 +4,6 @@ run there with the result-record plugin. Shared by tests/integration and benchma
 
 from __future__ import annotations
 
-import glob
 import os
 import subprocess
 import sys
@@ -32,8 +31,8 @@ def torch_wheel() -> str | None:
     if named:
         return named
     tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    found = sorted(glob.glob(f"/opt/wheels/torch-*+cpu-{tag}-{tag}-*.whl"))
-    return found[-1] if found else None
+    found = sorted(Path("/opt/wheels").glob(f"torch-*+cpu-{tag}-{tag}-*.whl"))
+    return str(found[-1]) if found else None
 
 
 def build_venv(venv: Path, wheel: str, *, timeout: float = 900) -> Path:

@@ -152,6 +152,8 @@ def run_environment(
         str(bin_dir / "python"),
         "-m",
         "pytest",
+        "-p",
+        "accelenv.results.plugin",  # a result record (and JUnit XML) in ./results or $ACCELENV_RESULTS
         *env.tests,
         "-o",
         "filterwarnings=default",
