@@ -256,8 +256,10 @@ def test_a_session_checks_the_host_before_installing_and_again_after(
         ("run_install", "uv", "pip", "install", "--quiet"),
         ("run_install", "uv", "pip", "install", "--quiet"),
         ("run", "accelenv", "check", "cpu-py311", "--allow-missing-hardware"),
-        ("run", "python", "-m", "pytest", "tests/devices/test_cpu_devices.py"),
+        ("run", "python", "-m", "pytest", "-p"),
     ]
+    tests_call = [c for c in session.calls if c[0] == "run"][-1]
+    assert tests_call[4:7] == ("-p", "accelenv.results.plugin", "tests/devices/test_cpu_devices.py")  # a record per run
     venv_call = next(c for c in session.calls if c[0] == "run_install" and "venv" in c)
     assert venv_call[-3:] == ("--python", "/usr/bin/python3.11", "/nox/cpu-py3.11")  # beside the session's own
     install_lock = [c for c in session.calls if c[0] == "run_install"][-1]
