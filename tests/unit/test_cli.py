@@ -281,6 +281,7 @@ def test_schema_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[st
         "cluster.schema.json",
         "inspect.schema.json",
         "matrix.schema.json",
+        "result.schema.json",
     ]
     assert main(["schema", "--check", "-o", str(folder)]) == 0
     before = (folder / "matrix.schema.json").stat().st_mtime_ns

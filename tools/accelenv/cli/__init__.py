@@ -94,6 +94,11 @@ COMMANDS: dict[str, Entry] = {
     "base": Entry(
         "bases", "Make a local stand-in base (debootstrap) and point an environment at it, where no registry answers."
     ),
+    # conformance evidence: accelenv.cli.results
+    "results": Entry(
+        "results",
+        "Merge conformance result records, flag performance regressions, name what no recent record proves.",
+    ),
     # upstream: accelenv.cli.upstream
     "outdated": Entry(
         "upstream",

@@ -311,6 +311,25 @@ def report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repository", default="accelenv", help="image repository in the page's tags (default: %(default)s)"
     )
+    p.add_argument(
+        "--results",
+        action="append",
+        metavar="PATH",
+        help="add an Evidence section from conformance result records (a file or folder; repeatable)",
+    )
+
+
+def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> str:
+    """The Evidence section from --results records, or "" without any (docs/compatibility.md has none)."""
+    if not args.results:
+        return ""
+    from accelenv.plan.evidence import html_section, markdown_section
+    from accelenv.results.record import read_records
+
+    records, refused = read_records([Path(p) for p in args.results], matrix)
+    if form == "md":
+        return markdown_section(matrix, records, refused)
+    return "\n".join(html_section(matrix, records, refused))
 
 
 def report(args: argparse.Namespace, out: TextIO) -> int:
@@ -318,7 +337,7 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "md":
         from accelenv.plan.report import markdown
 
-        text = markdown(matrix)
+        text = markdown(matrix) + _evidence(args, matrix, "md")
     else:
         from accelenv.fileio import read_text
         from accelenv.matrix.load import find_matrix
@@ -332,7 +351,15 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
         if args.format == "html":
             path = find_matrix(args.matrix)
             stamp = stamp_of(path, read_text(path, what="matrix"))
-            text = html_page(matrix, locks=locks, repository=args.repository, images=images, stamp=stamp)
+            section = _evidence(args, matrix, "html")
+            text = html_page(
+                matrix,
+                locks=locks,
+                repository=args.repository,
+                images=images,
+                stamp=stamp,
+                evidence=section.splitlines() or None,
+            )
         else:
             import io
 

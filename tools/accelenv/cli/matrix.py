@@ -25,6 +25,7 @@ SCHEMA_NAMES = (
     "cluster.schema.json",
     "inspect.schema.json",
     "matrix.schema.json",
+    "result.schema.json",
 )  # tests: equal to plan.schemas.SCHEMAS (kept here so `schema --help` needs no schema code)
 
 

@@ -38,6 +38,7 @@ from accelenv.matrix.model import (
     Matrix,
     Maturity,
     OsBase,
+    Peak,
     Requirements,
     Requires,
     Runtime,
@@ -339,6 +340,7 @@ def _build(
             ),
             no_sku_driver_min=v.get("no_sku_driver_min", ""),
             newer_drivers=v.get("newer_drivers", "run-older-runtimes"),
+            collective_backend=v.get("collective_backend"),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)
@@ -359,6 +361,7 @@ def _build(
             no_ray_accelerator_type=v.get("no_ray_accelerator_type", ""),
             sources=tuple(v.get("sources", ())),
             notes=v.get("notes", ""),
+            peak=_peak(v.get("peak")),
         )
         for key, v in _entries(document, "skus", broken)
     }
@@ -456,6 +459,19 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         requires=Requires(**v.get("requires", {})),
         sources=tuple(v.get("sources", ())),
         framework=_framework(v["framework"]) if "framework" in v else None,
+        perf_min_fraction=v.get("perf_min_fraction"),
+    )
+
+
+def _peak(v: dict[str, Any] | None) -> Peak | None:
+    if v is None:
+        return None
+    return Peak(
+        precision=v["precision"],
+        matmul_tflops=v.get("matmul_tflops"),
+        memory_gb_s=v.get("memory_gb_s"),
+        source=v["source"],
+        notes=v.get("notes", ""),
     )
 
 

@@ -120,7 +120,20 @@ class Family:
     newer_drivers: Literal["run-older-runtimes", "may-need-newer-runtime"] = "run-older-runtimes"
     # platform (other than linux/amd64) -> (runs-on labels, Buildkite queue or None)
     ci_platforms: Mapping[str, tuple[tuple[str, ...], str | None]] = field(default_factory=lambda: MappingProxyType({}))
+    collective_backend: str | None = None  # torch.distributed backend of the conformance suite: nccl, gloo ...
     sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Peak:
+    """A SKU's documented peak, per device, from the vendor's datasheet (`source`): dense matrix throughput at
+    its main training precision and device memory bandwidth. A figure the datasheet does not give is None."""
+
+    precision: str  # bf16, fp16, fp32: what the conformance matmul runs at
+    matmul_tflops: float | None
+    memory_gb_s: float | None
+    source: str
+    notes: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,6 +156,7 @@ class Sku:
     no_ray_accelerator_type: str = ""  # why Ray reports none (or why it is not known)
     sources: tuple[str, ...]
     notes: str
+    peak: Peak | None = None
 
     def ray_type(self, pci_device_id: str | None) -> str | None:
         """The accelerator type Ray reports for a device of this SKU with `pci_device_id`; None when it reports none
@@ -360,6 +374,7 @@ class Environment:
     requires: Requires
     sources: tuple[str, ...]
     framework: Framework | None = None
+    perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
 
 
 @dataclass(frozen=True, kw_only=True)

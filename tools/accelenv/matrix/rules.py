@@ -94,6 +94,8 @@ def references(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Findi
             yield from _ref(m, skipped, "families", entry.family, (section, entry.id, "family"))
         for i, src in enumerate(entry.sources):
             yield from _ref(m, skipped, "sources", src, (section, entry.id, "sources", i))
+        if isinstance(entry, Sku) and entry.peak is not None:
+            yield from _ref(m, skipped, "sources", entry.peak.source, (section, entry.id, "peak", "source"))
     for rt in m.runtimes.values():
         for i, driver_id in enumerate(rt.driver.releases):
             yield from _ref(m, skipped, "drivers", driver_id, ("runtimes", rt.id, "driver", "releases", i))
@@ -609,6 +611,7 @@ def unused_sources(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding
         *m.envs.values(),
     ]
     used = {s for entry in entries for s in entry.sources}
+    used |= {sku.peak.source for sku in m.skus.values() if sku.peak is not None}
     for source in m.sources.values():
         if source.url is None and source.where is None:
             yield Finding(

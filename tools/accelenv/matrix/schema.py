@@ -229,6 +229,12 @@ def _family() -> Json:
                 "newer driver runs every older runtime) or may-need-newer-runtime (Neuron: a driver can require a "
                 "newer runtime, so a driver newer than the one a runtime ships is not known to work).",
             },
+            "collective_backend": {
+                "type": "string",
+                "enum": ["nccl", "gloo", "hccl", "xla"],
+                "description": "The torch.distributed backend the conformance suite forms its process group over "
+                "(NCCL also names RCCL on ROCm builds; xla is the PJRT path of TPU and Neuron).",
+            },
             "no_sku_driver_min": _string(
                 "Why the family's SKUs carry no driver floor of their own (their runtimes' driver rules decide); "
                 "a SKU's own driver_min or no_driver_min still applies.",
@@ -288,6 +294,7 @@ def _sku() -> Json:
             ),
             "sources": _sources(),
             "notes": _string("Free text for readers.", TEXT_BLOCK, "text without control characters"),
+            "peak": _peak(),
         },
         required=("family", "name", "arch"),
     )
@@ -312,6 +319,23 @@ def _ray_accelerator_type() -> Json:
             },
         ],
     }
+
+
+def _peak() -> Json:
+    """A SKU's documented per-device peak, which the conformance performance tests compare with."""
+    figure = {"type": "number", "exclusiveMinimum": 0}
+    return _object(
+        "The vendor datasheet's per-device peak: dense (not sparse) matrix throughput at the main training "
+        "precision, and memory bandwidth. A figure the datasheet does not give is left out.",
+        {
+            "precision": {"type": "string", "enum": ["bf16", "fp16", "fp32"], "description": "The matmul's dtype."},
+            "matmul_tflops": {**figure, "description": "Dense matrix throughput, TFLOP/s, per device."},
+            "memory_gb_s": {**figure, "description": "Device memory bandwidth, GB/s (10^9 bytes), per device."},
+            "source": _string("The [sources] id of the datasheet.", ID, "a source id"),
+            "notes": _string("How the figure was read (halved from a sparse one).", TEXT_LINE, "one line of text"),
+        },
+        required=("precision", "source"),
+    )
 
 
 def _image() -> Json:
@@ -528,6 +552,12 @@ def _env() -> Json:
                 "type": "string",
                 "enum": ["pr", "nightly", "release"],
                 "description": "Which CI runs it: every pull request, nightly, or only before a release.",
+            },
+            "perf_min_fraction": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "description": "A conformance performance figure below this fraction of the SKU's peak is a warning.",
             },
             "requires": _object(
                 "What the environment's workloads need beyond devices; the checker verifies what it can read.",

@@ -111,6 +111,8 @@ def run_environment(
             str(bin_dir / "python"),
             "-m",
             "pytest",
+            "-p",
+            "accelenv.results.plugin",  # a result record (and JUnit XML) in ./results or $ACCELENV_RESULTS
             *tests,
             env={"ACCELENV_ENV": env.id, "ACCELENV_ALLOW_MISSING_HARDWARE": "1" if flags else ""},
             external=True,
@@ -200,7 +202,9 @@ def _in_image(
     except nox.command.CommandFailed:
         session.error(next_step)
     session.run(accelenv, "run", env.id, "--", "accelenv", "check", env.id, *flags, external=True)
-    session.run(accelenv, "run", env.id, "--", "python", "-m", "pytest", *tests, external=True)
+    session.run(
+        accelenv, "run", env.id, "--", "python", "-m", "pytest", "-p", "accelenv.results.plugin", *tests, external=True
+    )
 
 
 def _judge_tally(session: Any, env_id: str, path: Path, on_closing_line: Callable[[str], None] | None) -> None:

@@ -510,9 +510,11 @@ def html_page(
     repository: str = "accelenv",
     images: Mapping[str, Unavailable | None] | None = None,
     stamp: Stamp | None = None,
+    evidence: list[str] | None = None,
 ) -> str:
     """The page. `locks` maps environment ids to their lock state (absent: not shown); `images`, why an
-    environment's image cannot be built now; `stamp`, what the page was made from (`plan.start`)."""
+    environment's image cannot be built now; `stamp`, what the page was made from (`plan.start`); `evidence`, the
+    Evidence section from result records (plan/evidence.py), absent when no records were given."""
     from accelenv.plan.start import stamp_html
 
     locks = dict(locks or {})
@@ -573,6 +575,7 @@ def html_page(
         "<main>",
         *_start(),
         *_overview(matrix, locks),
+        *(evidence or []),
         '<section id="pick" aria-labelledby="h-pick"><h2 id="h-pick">By SKU: <span id="pick-name"></span></h2>',
         '<p id="pick-meta" class="muted"></p>',
         (

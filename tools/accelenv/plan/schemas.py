@@ -11,6 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from accelenv.matrix.schema import matrix_schema
+from accelenv.results.schema import result_schema
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -354,6 +355,7 @@ SCHEMAS: dict[str, Callable[[], Json]] = {
     "inspect.schema.json": inspect_schema,
     "check.schema.json": check_schema,
     "cluster.schema.json": cluster_schema,
+    "result.schema.json": result_schema,
 }
 
 

@@ -1,0 +1,59 @@
+"""The CPU conformance suite for real, as CI runs it: a virtualenv from the cpu lock plus torch for the CPU, a Ray
+cluster of two nodes on loopback, a gloo group of one actor per CPU slot, an actor killed and recovered, the CPU
+performance figures, a record that validates against schema/result.schema.json, and `accelenv results` over it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+from cpusuite import BASIC, CONFORMANCE, build_venv, run_suite, torch_wheel
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_cpu_suite_proves_cpu_py311(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import jsonschema
+
+    from accelenv.cli import main
+    from accelenv.results.schema import result_schema
+
+    wheel = torch_wheel()
+    if wheel is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no torch CPU wheel for this Python (set ACCELENV_CPU_TORCH_WHEEL)")
+        pytest.skip("no torch CPU wheel for this Python (set ACCELENV_CPU_TORCH_WHEEL)")
+    python = build_venv(tmp_path / "venv", wheel)
+    results = tmp_path / "results"
+    done = run_suite(python, results, [*CONFORMANCE, *BASIC])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    (record_path,) = results.glob("*.result.json")
+    assert list(results.glob("*.junit.xml")), "no JUnit XML beside the record"
+    assert list(results.glob("*.snapshot.json")), "no host snapshot beside the record"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(result_schema()).validate(record)
+    assert record["outcome"] == "passed"
+    assert record["host"]["nodes"] >= 2
+    outcomes = {t["id"].split("::")[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes["test_all_reduce_and_training_match_a_single_process"] == "passed"
+    assert outcomes["test_a_killed_member_is_restarted_and_the_run_completes"] == "passed"
+    assert {f["name"] for f in record["perf"]} == {"matmul", "memory_bandwidth", "allreduce_busbw"}
+    torch = next(f for f in record["env"]["frameworks"] if f["name"] == "torch")
+    assert torch["pinned"] is None  # the record says torch is not the environment's pin
+    assert torch["matches_pin"] is False
+
+    capsys.readouterr()
+    assert main(["results", str(results), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in listed["records"]] == [record["id"]]
+    assert listed["refused"] == []
+    assert listed["regressions"] == []
+    assert main(["results", str(results), "--stale-after", "1", "--json"]) == 1  # other families are unproven
+    stale = {(s["env"], s["sku"]) for s in json.loads(capsys.readouterr().out)["stale"]}
+    assert ("cpu-py311", record["host"]["sku"]) not in stale
+    assert ("gpu-nvidia-cu132", "h200") in stale

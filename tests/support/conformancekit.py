@@ -1,0 +1,331 @@
+"""The conformance suite's shared parts: the Ray cluster it runs on, one Ray actor per device forming a
+torch.distributed process group over the family's backend (matrix data: `collective_backend`), a small
+data-parallel training loop with its single-process reference, and timing with warm-up and a median.
+
+For the CPU family the cluster is two Ray nodes on loopback (every node on 127.0.0.1, auth mode stated, its own
+HOME), unless RAY_ADDRESS names a cluster to join. Elsewhere the suite joins RAY_ADDRESS or starts Ray on this
+host with its devices. Actors end by Ray's API; the cluster ends by the handle that started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from accelenv.matrix import Environment, Matrix
+
+STEPS = 6
+FEATURES, OUTPUTS, SAMPLES = 16, 4, 64
+LR = 0.1
+# the Ray resource one member asks for, per family (what Ray's accelerator managers register)
+RESOURCE = {"cpu": {"num_cpus": 1}, "nvidia": {"num_gpus": 1}, "amd": {"num_gpus": 1}}
+CUSTOM = {"gaudi": "HPU", "tpu": "TPU", "neuron": "neuron_cores"}
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+if not os.environ.get("RAY_ADDRESS") and "ray" not in sys.modules:
+    # Ray reads these when it is imported: with clusters "disabled" every node's address is loopback
+    for _key, _value in LOOPBACK_ENV.items():
+        os.environ.setdefault(_key, _value)
+
+
+def backend_of(matrix: Matrix, env: Environment) -> str:
+    backend = matrix.families[env.family].collective_backend
+    if backend is None:
+        pytest.fail(f"family {env.family} has no collective_backend in the matrix")
+    return backend
+
+
+def free_port_on(address: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Cluster:
+    address: str | None
+    nodes: int
+    members: int  # devices (CPU family: actors) the suite spreads over
+
+
+@contextlib.contextmanager
+def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
+    """A Ray cluster for the suite, connected; shut down (what it started, only) afterwards."""
+    ray = pytest.importorskip("ray")
+    from ray._private import ray_constants
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not find tests/support
+    address = os.environ.get("RAY_ADDRESS")
+    saved = {k: os.environ.get(k) for k in (*LOOPBACK_ENV, "HOME")}
+    local = None
+    home = tempfile.mkdtemp(prefix="accelenv-ray-home-")
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        elif family == "cpu":
+            if ray_constants.ENABLE_RAY_CLUSTER:
+                pytest.fail("ray was imported before the conformance kit set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0")
+            os.environ.update({**LOOPBACK_ENV, "HOME": home})
+            from ray.cluster_utils import Cluster as RayCluster
+
+            # a temp dir of its own: Ray keeps the node address it picked in /tmp/ray, shared with other clusters
+            node: dict[str, Any] = {
+                "node_ip_address": "127.0.0.1",
+                "temp_dir": tempfile.mkdtemp(prefix="ar-", dir="/tmp"),
+            }
+            local = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, **node})
+            local.add_node(num_cpus=1, **node)
+            local.wait_for_nodes()
+            ray.init(address=local.address, _node_ip_address="127.0.0.1", log_to_driver=False)
+        else:
+            ray.init(address="local", include_dashboard=False, log_to_driver=False)
+        alive = [n for n in ray.nodes() if n["Alive"]]
+        if family == "cpu":
+            members = int(sum(n["Resources"].get("CPU", 0) for n in alive))
+            members = min(members, 4)
+        else:
+            members = device_count
+        yield Cluster(address=address or (local.address if local else None), nodes=len(alive), members=members)
+    finally:
+        ray.shutdown()
+        if local is not None:
+            local.shutdown()  # type: ignore[no-untyped-call]
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def member_options(family: str) -> dict[str, Any]:
+    if family in RESOURCE:
+        return dict(RESOURCE[family])
+    return {"num_cpus": 0, "resources": {CUSTOM[family]: 1}}
+
+
+def data() -> tuple[Any, Any, Any, Any]:
+    """Initial weights, bias, inputs and targets: the same on every member and in the reference."""
+    import torch
+
+    generator = torch.Generator().manual_seed(2024)
+    weight = torch.randn(OUTPUTS, FEATURES, generator=generator)
+    bias = torch.randn(OUTPUTS, generator=generator)
+    x = torch.randn(SAMPLES, FEATURES, generator=generator)
+    y = x @ torch.randn(FEATURES, OUTPUTS, generator=generator) + 0.5
+    return weight, bias, x, y
+
+
+def reference(steps: int = STEPS) -> list[Any]:
+    """The same training in one process over the whole batch: what every data-parallel run must end with."""
+    import torch
+
+    weight, bias, x, y = data()
+    weight.requires_grad_(requires_grad=True)
+    bias.requires_grad_(requires_grad=True)
+    for _ in range(steps):
+        loss = torch.nn.functional.mse_loss(x @ weight.T + bias, y)
+        gw, gb = torch.autograd.grad(loss, [weight, bias])
+        with torch.no_grad():
+            weight -= LR * gw
+            bias -= LR * gb
+    return [weight.detach(), bias.detach()]
+
+
+class Member:
+    """One member of the process group: holds its shard and the model, trains a step at a time."""
+
+    def __init__(self, rank: int, world: int, backend: str) -> None:
+        self.rank, self.world, self.backend = rank, world, backend
+        self.device = "cpu"
+        self.params: list[Any] = []
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def rendezvous(self) -> tuple[str, int]:
+        """This member's node address and a port free on it, for the group's TCP store."""
+        import ray.util
+
+        address = str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
+        return address, free_port_on(address)
+
+    def node(self) -> str:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+
+    def join(self, address: str, port: int) -> None:
+        """Form (or re-form) the group at tcp://address:port."""
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        self.device = _device(self.backend)
+        dist.init_process_group(
+            self.backend,
+            init_method=f"tcp://{address}:{port}",
+            rank=self.rank,
+            world_size=self.world,
+            timeout=_timedelta(120),
+        )
+
+    def all_reduce(self) -> float:
+        import torch
+        import torch.distributed as dist
+
+        tensor = torch.full((1024,), float(self.rank + 1), device=self.device)
+        dist.all_reduce(tensor)
+        return float(tensor.min().item())
+
+    def load(self, params: list[Any]) -> None:
+        self.params = [p.clone().to(self.device) for p in params]
+
+    def state(self) -> list[Any]:
+        return [p.detach().cpu() for p in self.params]
+
+    def step(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        _, _, x, y = data()
+        x, y = x[self.rank :: self.world].to(self.device), y[self.rank :: self.world].to(self.device)
+        weight, bias = (p.clone().requires_grad_(requires_grad=True) for p in self.params)
+        loss = torch.nn.functional.mse_loss(x @ weight.T + bias, y)
+        grads = torch.autograd.grad(loss, [weight, bias])
+        for grad in grads:
+            dist.all_reduce(grad)
+        grads = tuple(grad / self.world for grad in grads)
+        with torch.no_grad():
+            self.params = [(p - LR * g).detach() for p, g in zip(self.params, grads, strict=True)]
+
+    def bus_bandwidth(self, numel: int, warmup: int, reps: int) -> list[float]:
+        import torch
+        import torch.distributed as dist
+
+        tensor = torch.ones(numel, dtype=torch.float32, device=self.device)
+        seconds = timed(lambda: dist.all_reduce(tensor), sync=_sync(self.device), warmup=warmup, reps=reps)
+        size = tensor.numel() * tensor.element_size()
+        return [size / s * 2 * (self.world - 1) / self.world / 1e9 for s in seconds]
+
+    def leave(self) -> None:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _timedelta(seconds: int) -> Any:
+    import datetime
+
+    return datetime.timedelta(seconds=seconds)
+
+
+def _device(backend: str) -> Any:
+    import torch
+
+    if backend == "gloo":
+        return torch.device("cpu")
+    if backend == "nccl":
+        return torch.device("cuda", 0)  # Ray leaves each member its one device
+    if backend == "hccl":
+        import habana_frameworks.torch.distributed.hccl  # noqa: F401 - registers the backend
+
+        return torch.device("hpu")
+    if backend == "xla":
+        import torch_xla.core.xla_model as xm
+
+        return xm.xla_device()
+    raise ValueError(f"unknown collective backend {backend!r}")
+
+
+def _sync(device: Any) -> Callable[[], None]:
+    import torch
+
+    if getattr(device, "type", "cpu") == "cuda":
+        synchronize: Callable[[], None] = torch.cuda.synchronize
+        return synchronize
+    return lambda: None
+
+
+def spawn(cluster: Cluster, family: str, backend: str, *, restarts: int = 0) -> list[Any]:
+    """One actor per member, spread over the nodes."""
+    import ray
+
+    remote = ray.remote(Member).options(max_restarts=restarts, scheduling_strategy="SPREAD", **member_options(family))
+    return [remote.remote(rank, cluster.members, backend) for rank in range(cluster.members)]
+
+
+def form(members: list[Any]) -> None:
+    """(Re-)form the group, its store at rank 0's node (127.0.0.1 on the CPU family's loopback cluster)."""
+    import ray
+
+    address, port = ray.get(members[0].rendezvous.remote(), timeout=180)
+    ray.get([m.join.remote(address, port) for m in members], timeout=180)
+
+
+def timed(fn: Callable[[], object], *, sync: Callable[[], None], warmup: int, reps: int) -> list[float]:
+    """Seconds of each of `reps` runs after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        sync()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def processes_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
+    """The pids of `pids` still alive after `timeout` seconds (zombies count as gone)."""
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if _alive(pid)]
+        if alive:
+            time.sleep(0.2)
+    return alive
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def device_holders(patterns: tuple[str, ...], exclude: int) -> list[str]:
+    """`pid: path` for every process other than `exclude` with one of the family's device nodes open (read
+    from /proc/*/fd links; processes this user cannot inspect are passed over)."""
+    import fnmatch
+
+    holders = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == exclude:
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+                with contextlib.suppress(OSError):
+                    target = str(Path(fd.path).readlink())
+                    if any(fnmatch.fnmatchcase(target, p) for p in patterns):
+                        holders.append(f"{entry.name}: {target}")
+    return holders

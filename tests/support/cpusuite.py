@@ -1,0 +1,71 @@
+"""The CPU conformance run as CI does it: a virtualenv from the cpu environment's lock (uv, hash-checked), torch
+for the CPU beside it (the cpu environment pins none, so the record names it as differing), and the device suite
+run there with the result-record plugin. Shared by tests/integration and benchmarks/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = "cpu-py311"
+CONFORMANCE = [
+    "tests/devices/test_conformance_distributed.py",
+    "tests/devices/test_conformance_recovery.py",
+    "tests/devices/test_conformance_perf.py",
+]
+BASIC = ["tests/devices/test_cpu_devices.py"]
+
+
+def uv() -> str:
+    from uv import find_uv_bin
+
+    return str(find_uv_bin())
+
+
+def torch_wheel() -> str | None:
+    """A torch CPU wheel for this Python: $ACCELENV_CPU_TORCH_WHEEL, or the one the machine keeps in /opt/wheels."""
+    named = os.environ.get("ACCELENV_CPU_TORCH_WHEEL")
+    if named:
+        return named
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    found = sorted(Path("/opt/wheels").glob(f"torch-*+cpu-{tag}-{tag}-*.whl"))
+    return str(found[-1]) if found else None
+
+
+def build_venv(venv: Path, wheel: str, *, timeout: float = 900) -> Path:
+    """The venv's python, with the cpu lock, torch from `wheel`, numpy, and this checkout of accelenv."""
+    python = venv / "bin" / "python"
+    lock = REPO / "envs" / ENV / "requirements.lock"
+    steps = [
+        [uv(), "venv", "--quiet", "--python", sys.executable, str(venv)],
+        [uv(), "pip", "install", "--quiet", "--python", str(python), "--require-hashes", "-r", str(lock)],
+        [uv(), "pip", "install", "--quiet", "--python", str(python), wheel, "numpy"],
+        [uv(), "pip", "install", "--quiet", "--python", str(python), "--no-deps", "-e", str(REPO)],
+    ]
+    for step in steps:
+        subprocess.run(step, check=True, timeout=timeout, capture_output=True)
+    return python
+
+
+def run_suite(
+    python: Path, results: Path, tests: list[str], *, timeout: float = 1500
+) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "ACCELENV_ENV": ENV, "ACCELENV_RESULTS": str(results), "PYTHONPATH": ""}
+    environ.pop("RAY_ADDRESS", None)
+    command = [
+        str(python),
+        "-m",
+        "pytest",
+        "-p",
+        "accelenv.results.plugin",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-o",
+        "filterwarnings=default",
+        *tests,
+    ]
+    return subprocess.run(command, cwd=REPO, env=environ, capture_output=True, text=True, timeout=timeout, check=False)

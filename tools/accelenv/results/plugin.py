@@ -1,0 +1,249 @@
+"""The pytest plugin that writes a result record for a run of an environment's device suite.
+
+Loaded with `-p accelenv.results.plugin` (the environment sessions pass it). Active only when ACCELENV_ENV names
+an environment. Before the tests it takes a snapshot of the host (saved beside the record) and runs `check`
+against it; it collects every test's outcome and the performance figures the conformance tests hand it
+(`figures(config).append(...)`), and at the end writes `<id>.result.json` and `<id>.junit.xml` to
+$ACCELENV_RESULTS or ./results. A record that cannot be written fails the run: no silent pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from accelenv.results.record import SUFFIX, check_record, format_time
+from accelenv.results.schema import FORMAT
+
+if TYPE_CHECKING:
+    from accelenv.host.report import HostReport
+    from accelenv.matrix.model import Environment, Matrix
+    from accelenv.results.record import Figure
+
+RESULTS_ENV = "ACCELENV_RESULTS"
+FRAMEWORKS = ("torch", "jax", "ray")  # recorded even when the environment pins none of them
+
+
+@dataclass
+class Run:
+    matrix: Matrix
+    env: Environment
+    folder: Path
+    id: str
+    started: float
+    report: HostReport | None = None
+    verdict: str = "fail"
+    failed_checks: list[str] = field(default_factory=list)
+    tests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    figures: list[Figure] = field(default_factory=list)
+    nodes: int = 1
+
+
+RUN_KEY = pytest.StashKey[Run]()
+_RUNS: list[Run] = []  # the run of this process: pytest_runtest_logreport is given no config
+
+
+def current_run(config: pytest.Config) -> Run | None:
+    """The run this plugin records, or None when it is not loaded or not active."""
+    return config.stash.get(RUN_KEY, None)
+
+
+def _repo() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    env_id = os.environ.get("ACCELENV_ENV")
+    if not env_id or hasattr(config, "workerinput"):
+        return
+    from accelenv.matrix import find_matrix, load_matrix
+
+    matrix = load_matrix(find_matrix(None, start=Path(str(config.rootpath))))
+    if env_id not in matrix.envs:
+        raise pytest.UsageError(f"ACCELENV_ENV={env_id!r} is not an environment of {matrix.path}")
+    folder = Path(os.environ.get(RESULTS_ENV) or Path(str(config.rootpath)) / "results").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    run = Run(
+        matrix=matrix,
+        env=matrix.envs[env_id],
+        folder=folder,
+        id=f"{env_id}-{stamp}-{secrets.token_hex(4)}",
+        started=started,
+    )
+    config.stash[RUN_KEY] = run
+    _RUNS.append(run)
+    if not config.option.xmlpath:  # JUnit XML beside the record, for CI viewers
+        config.option.xmlpath = str(folder / f"{run.id}.junit.xml")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    run = current_run(session.config)
+    if run is None:
+        return
+    from accelenv.check.checks import check
+    from accelenv.check.verdict import Status, verdict
+    from accelenv.host.discover import discover
+    from accelenv.host.root import Root
+    from accelenv.host.run import ToolRunner
+    from accelenv.host.snapshot import save_snapshot
+
+    run.report = discover(
+        run.matrix, root=Root.from_option(None), runner=ToolRunner(), environ=os.environ, families=[run.env.family]
+    )
+    save_snapshot(run.report, run.folder / f"{run.id}.snapshot.json")
+    findings = check(run.matrix, run.env, run.report)
+    run.verdict = str(verdict(findings))
+    run.failed_checks = [f.id for f in findings if f.status is Status.FAIL]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    run = _RUNS[-1] if _RUNS else None
+    if run is None:
+        return
+    entry = run.tests.setdefault(
+        report.nodeid, {"id": report.nodeid, "outcome": "passed", "reason": None, "seconds": 0}
+    )
+    if report.when == "call":
+        entry["seconds"] = round(report.duration, 6)
+    if report.skipped:
+        entry["outcome"] = "skipped"
+        longrepr = report.longrepr
+        entry["reason"] = _line(longrepr[2] if isinstance(longrepr, tuple) else str(longrepr))
+    elif report.failed:
+        entry["outcome"] = "failed" if report.when == "call" else "error"
+        entry["reason"] = _line(str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "failed")
+
+
+def _line(text: str) -> str:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    clean = "".join(ch if ch.isprintable() else " " for ch in first)
+    return clean[:500]
+
+
+def _frameworks(env: Environment) -> list[dict[str, Any]]:
+    from accelenv.matrix.model import canonical_name
+
+    pins = {canonical_name(name): version for name, version in env.requirements.pins}
+    names = list(dict.fromkeys([*pins, *FRAMEWORKS]))
+    out = []
+    for name in names:
+        try:
+            version: str | None = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = None
+        pinned = pins.get(name)
+        if version is None and pinned is None:
+            continue
+        out.append(
+            {
+                "name": name,
+                "version": version,
+                "pinned": f"=={pinned}" if pinned else None,
+                "matches_pin": pinned is not None and version == pinned,
+            }
+        )
+    return out
+
+
+def _lock_sha256(env: Environment) -> str | None:
+    import hashlib
+
+    from accelenv.plan.lock import lock_path
+
+    path = lock_path(_repo(), env.id)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def _host(run: Run) -> dict[str, Any]:
+    family = run.env.family
+    acc = run.report.accelerator(family) if run.report else None
+    sku: str | None = None
+    if acc is not None:
+        found = {d.sku for d in acc.devices if d.sku}
+        sku = found.pop() if len(found) == 1 else None
+    elif family == "cpu":
+        machine = platform.machine().lower()
+        sku = next((s.id for s in run.matrix.env_skus(run.env) if s.arch == machine), None)
+    count = len(acc.devices) if acc else 0
+    return {
+        "family": family,
+        "sku": sku,
+        "device_count": count,
+        "driver": acc.driver_version if acc else None,
+        "nodes": run.nodes,
+    }
+
+
+def _run_url() -> str | None:
+    url = os.environ.get("ACCELENV_RUN_URL")
+    if not url and os.environ.get("GITHUB_RUN_ID"):
+        server, repo = os.environ.get("GITHUB_SERVER_URL", ""), os.environ.get("GITHUB_REPOSITORY", "")
+        url = f"{server}/{repo}/actions/runs/{os.environ['GITHUB_RUN_ID']}"
+    return url if url and url.startswith("https://") and url.isprintable() and " " not in url else None
+
+
+def build_record(run: Run, *, finished: float) -> dict[str, Any]:
+    tests = list(run.tests.values())
+    outcomes = {t["outcome"] for t in tests}
+    if outcomes & {"failed", "error"} or run.verdict == "fail":
+        outcome = "failed"
+    elif "passed" in outcomes:
+        outcome = "passed"
+    else:
+        outcome = "inconclusive"
+    return {
+        "format": FORMAT,
+        "id": run.id,
+        "run_url": _run_url(),
+        "env": {
+            "id": run.env.id,
+            "lock_sha256": _lock_sha256(run.env),
+            "image": os.environ.get("ACCELENV_IMAGE"),
+            "frameworks": _frameworks(run.env),
+        },
+        "host": _host(run),
+        "check": {"verdict": run.verdict, "failed": run.failed_checks},
+        "outcome": outcome,
+        "tests": tests,
+        "perf": [asdict(f) for f in run.figures],
+        "started": format_time(run.started),
+        "finished": format_time(finished),
+    }
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run = current_run(config)
+    if run is not None and run in _RUNS:
+        _RUNS.remove(run)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = current_run(session.config)
+    if run is None:
+        return
+    data = build_record(run, finished=max(time.time(), run.started))
+    problem = check_record(data, run.matrix, now=time.time())
+    path = run.folder / f"{run.id}{SUFFIX}"
+    from accelenv.fileio import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"accelenv: result record {path} ({data['outcome']})")
+    if problem is not None:  # a bug here, not the host's fault; the run must not look green
+        if reporter is not None:
+            reporter.write_line(f"accelenv: the record does not validate: {problem}")
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

@@ -1,0 +1,226 @@
+"""Result records: the model, and reading them back as the untrusted input they are.
+
+A record file is read with a size bound, parsed, validated against schema/result.schema.json, then against the
+matrix (the environment and SKU must exist and belong together) and the clock (it cannot end in the future, nor
+before it started). Anything else is refused with the file named and the reason; a refused record is never used
+as evidence, and its content is never echoed except as escaped text by the page.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from accelenv.errors import UsageError
+from accelenv.fileio import read_bytes
+from accelenv.results.schema import FORMAT, result_schema
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from accelenv.matrix.model import Matrix
+
+MAX_RECORD = 4 * 2**20  # a record with 10,000 tests is under 2 MiB
+MAX_FILES = 10000
+CLOCK_SKEW = 300  # seconds a record's end may lie ahead of this machine's clock
+SUFFIX = ".result.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Figure:
+    name: str
+    value: float
+    unit: str
+    dtype: str
+    devices: int
+    samples: int
+    peak: float | None
+    fraction: float | None
+    min_fraction: float | None
+    warning: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """One validated record. `data` is the document as read (already schema-valid)."""
+
+    path: str
+    id: str
+    env: str
+    lock_sha256: str | None
+    family: str
+    sku: str | None
+    device_count: int
+    driver: str | None
+    nodes: int
+    verdict: str
+    outcome: str
+    started: int  # seconds since 1970, UTC
+    finished: int
+    run_url: str | None
+    perf: tuple[Figure, ...]
+    frameworks_differ: tuple[str, ...]  # "torch 2.13.0+cpu (pin: none)" for each framework not at the pin
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refused:
+    """A file that is not a usable record, and why."""
+
+    path: str
+    reason: str
+
+
+def parse_time(text: str) -> int | None:
+    """Seconds since 1970 of a record's `2026-12-01T21:00:00Z`, or None."""
+    from accelenv.build.image_config import rfc3339_seconds
+
+    return rfc3339_seconds(text)
+
+
+def format_time(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _schema_problem(data: object) -> str | None:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(result_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    first = errors[0]
+    where = ".".join(str(p) for p in first.absolute_path) or "(top level)"
+    message = first.message if len(first.message) <= 200 else first.message[:200] + "..."
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {message}{more}"
+
+
+def check_record(data: object, matrix: Matrix, *, now: float) -> str | None:
+    """Why `data` is not a usable record for this matrix, or None when it is."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("format") != FORMAT:
+        return f"format is {str(data.get('format'))[:60]!r}, not {FORMAT!r}: not an accelenv result record"
+    problem = _schema_problem(data)
+    if problem:
+        return f"does not match schema/result.schema.json: {problem}"
+    env_id, sku, family = data["env"]["id"], data["host"]["sku"], data["host"]["family"]
+    env = matrix.envs.get(env_id)
+    if env is None:
+        return f"env.id '{env_id}' is not an environment of the matrix"
+    if family != env.family:
+        return f"host.family '{family}' is not {env_id}'s family '{env.family}'"
+    if sku is not None and sku not in matrix.skus:
+        return f"host.sku '{sku}' is not a SKU of the matrix"
+    if sku is not None and matrix.skus[sku].family != env.family:
+        return f"host.sku '{sku}' is a {matrix.skus[sku].family} SKU, not {env.family}"
+    started, finished = parse_time(data["started"]), parse_time(data["finished"])
+    if started is None or finished is None:
+        return "started/finished is not a valid time"
+    if finished < started:
+        return f"finished {data['finished']} is before started {data['started']}"
+    if finished > now + CLOCK_SKEW:
+        return f"finished {data['finished']} is in the future (this machine's clock: {format_time(now)})"
+    if not data["id"].startswith(env_id + "-"):
+        return f"id '{data['id']}' does not start with its environment '{env_id}'"
+    return None
+
+
+def record_of(data: dict[str, Any], path: str) -> Record:
+    """The model of a document `check_record` accepted."""
+    perf = tuple(Figure(**figure) for figure in data["perf"])
+    differ = tuple(
+        f"{f['name']} {f['version'] or 'not installed'} (pin: {f['pinned'] or 'none'})"
+        for f in data["env"]["frameworks"]
+        if not f["matches_pin"]
+    )
+    started, finished = parse_time(data["started"]) or 0, parse_time(data["finished"]) or 0  # check_record read both
+    return Record(
+        path=path,
+        id=data["id"],
+        env=data["env"]["id"],
+        lock_sha256=data["env"]["lock_sha256"],
+        family=data["host"]["family"],
+        sku=data["host"]["sku"],
+        device_count=data["host"]["device_count"],
+        driver=data["host"]["driver"],
+        nodes=data["host"]["nodes"],
+        verdict=data["check"]["verdict"],
+        outcome=data["outcome"],
+        started=started,
+        finished=finished,
+        run_url=data.get("run_url"),
+        perf=perf,
+        frameworks_differ=differ,
+        data=data,
+    )
+
+
+class _NotANumber(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> object:
+    raise _NotANumber(name)
+
+
+def read_record(path: Path, matrix: Matrix, *, now: float | None = None) -> Record | Refused:
+    """The record in `path`, or why it is refused."""
+    try:
+        raw = read_bytes(path, limit=MAX_RECORD, what="result record")
+    except UsageError as error:
+        return Refused(path=str(path), reason=str(error).removeprefix(f"{path}: "))
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as error:
+        return Refused(path=str(path), reason=f"not UTF-8 ({error.reason} at byte {error.start})")
+    except json.JSONDecodeError as error:
+        return Refused(path=str(path), reason=f"not JSON (truncated?): {error.msg} at line {error.lineno}")
+    except RecursionError:
+        return Refused(path=str(path), reason="not JSON: nested too deeply")
+    except _NotANumber as error:
+        return Refused(path=str(path), reason=f"not JSON: {error} is no number JSON allows (a figure must be finite)")
+    reason = check_record(data, matrix, now=time.time() if now is None else now)
+    if reason is not None:
+        return Refused(path=str(path), reason=reason)
+    return record_of(data, str(path))
+
+
+def record_files(paths: Iterable[Path]) -> list[Path]:
+    """The record files named: a file as given, a folder searched (recursively: CI artifacts nest) for
+    `*.result.json`. Symlinked folders are not followed; at most MAX_FILES."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            found += sorted(p for p in path.rglob("*" + SUFFIX) if not p.is_dir())
+        elif path.exists() or path.is_symlink():
+            found.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or folder of result records")
+        if len(found) > MAX_FILES:
+            raise UsageError(f"more than {MAX_FILES} record files under {path}; name fewer folders")
+    return found
+
+
+def read_records(
+    paths: Iterable[Path], matrix: Matrix, *, now: float | None = None
+) -> tuple[list[Record], list[Refused]]:
+    """Every record under `paths`, merged: the same id twice with the same content counts once; with other
+    content, the later file is refused (two runs cannot share an id)."""
+    records: dict[str, Record] = {}
+    refused: list[Refused] = []
+    for path in record_files(paths):
+        got = read_record(path, matrix, now=now)
+        if isinstance(got, Refused):
+            refused.append(got)
+            continue
+        seen = records.get(got.id)
+        if seen is None:
+            records[got.id] = got
+        elif seen.data != got.data:
+            refused.append(Refused(path=got.path, reason=f"id {got.id} is also in {seen.path} with other content"))
+    return sorted(records.values(), key=lambda r: (r.started, r.id)), refused
