@@ -11,9 +11,14 @@ import pytest
 from hostilekit import accelenv, assert_clean_error
 
 from accelenv.cli import build_parser
-from accelenv.cli.common import count, seconds
+from accelenv.cli.common import count, days, fraction, seconds
 
-NUMBER_TYPES = {seconds: ("nan", "inf", "-1", "0", "1e400", "ten", ""), count: ("-1", "1.5", "nan", "٣", "")}
+NUMBER_TYPES = {
+    seconds: ("nan", "inf", "-1", "0", "1e400", "ten", ""),
+    count: ("-1", "1.5", "nan", "٣", ""),
+    fraction: ("nan", "inf", "-0.1", "1", "1e400", "ten", ""),
+    days: ("nan", "inf", "-1", "0", "1e400", "ten", ""),
+}
 
 
 def _options() -> list[tuple[str, argparse.Action]]:

@@ -105,6 +105,7 @@ OUTPUT_WRITERS = {
     "host/snapshot.py": "redact_json",  # snapshot -o
     "cli/host.py": "redact_json",  # inspect --jsonl
     "cli/upstream.py": "redact_text",  # refresh -o FILE: the pull-request body
+    "cli/labels.py": "redact_text",  # labels -o FILE: node labels, partly from tool output
 }
 
 

@@ -112,8 +112,10 @@ def test_a_session_checks_the_host_before_installing_and_again_after(
         ("run_install", "uv", "pip", "install", "--quiet"),
         ("run_install", "uv", "pip", "install", "--quiet"),
         ("run", "accelenv", "check", "cpu-py311", "--allow-missing-hardware"),
-        ("run", "python", "-m", "pytest", "tests/devices/test_cpu_devices.py"),
+        ("run", "python", "-m", "pytest", "-p"),
     ]
+    tests_call = [c for c in session.calls if c[0] == "run"][-1]
+    assert tests_call[4:7] == ("-p", "accelenv.results.plugin", "tests/devices/test_cpu_devices.py")  # a record per run
     venv_call = next(c for c in session.calls if c[0] == "run_install" and "venv" in c)
     assert venv_call[-3:] == ("--python", "/usr/bin/python3.11", "/nox/cpu-py3.11")  # beside the session's own
     assert "--system-site-packages" not in venv_call  # a lock framework: nothing from the host's Python
@@ -246,7 +248,8 @@ def test_a_vendor_framework_the_host_has_is_tested_in_the_venv(monkeypatch: pyte
     session = FakeSession(tally=PASSED, check_json=_framework_finding("pass", "2.13.0 (rocm10.0)"))
     run_environment(session, SHIPPED, "gpu-amd-rocm100", REPO, find_python=lambda v: "/py", tally_root=tmp_path)
     assert not [c for c in session.calls if "run" in c[1:3]]  # no accelenv run
-    assert _steps(session)[-1] == ("run", "python", "-m", "pytest", "tests/devices/test_amd_devices.py")
+    assert _steps(session)[-1] == ("run", "python", "-m", "pytest", "-p")
+    assert session.calls[-1][4:7] == ("-p", "accelenv.results.plugin", "tests/devices/test_amd_devices.py")
 
 
 def test_another_vendor_framework_on_the_host_fails_the_session(

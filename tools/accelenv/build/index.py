@@ -179,10 +179,12 @@ def _bounded(response: Any, limit: int) -> bytes | None:
 def _saved_auth(registry: str) -> str | None:
     """The base64 user:password `docker login` saved for `registry`, if any (credential helpers are not asked)."""
     folder = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    from accelenv.errors import UsageError
+    from accelenv.fileio import read_bytes
+
     try:
-        with (folder / "config.json").open("rb") as handle:
-            data = json.loads(handle.read(1 << 20))
-    except (OSError, ValueError):
+        data = json.loads(read_bytes(folder / "config.json", limit=1 << 20, what="docker config"))
+    except (UsageError, ValueError):
         return None
     auths = data.get("auths") if isinstance(data, dict) else None
     if not isinstance(auths, dict):

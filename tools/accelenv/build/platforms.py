@@ -17,16 +17,15 @@ architecture on Docker 20.10) the platform its files are for.
 from __future__ import annotations
 
 import platform as _platform
-import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING
 
 from accelenv.errors import UsageError
 from accelenv.matrix.model import PLATFORM_MACHINES
 
 if TYPE_CHECKING:
-    from accelenv.build.engine import Engine, ImageInfo
+    from accelenv.build.engine import DockerEngine, Engine, ImageInfo
     from accelenv.matrix import Environment
 
 # linux/<platform> -> the architecture (and variant) an image config states
@@ -86,9 +85,12 @@ def emulation_problem(platform: str, *, native: str, binfmt: Path = BINFMT) -> s
     entry = QEMU_ENTRIES[platform]
     setup = EMULATION_SETUP.format(entry=entry)
     path = binfmt / entry
+    from accelenv.errors import UsageError as Unreadable
+    from accelenv.fileio import read_bytes
+
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError:
+        text = read_bytes(path, limit=4096, what="binfmt_misc entry").decode("utf-8", "replace")
+    except Unreadable:
         return f"{platform} needs QEMU user emulation on this {native} machine, and {path} is not registered: {setup}"
     lines = text.splitlines()
     if not lines or lines[0].strip() != "enabled":
@@ -130,22 +132,15 @@ def set_platform(engine: Engine, image_id: str, platform: str) -> str:
     return engine.load_config(with_architecture(engine.image_config(image_id), arch, variant))
 
 
-def import_root(engine_client: Any, archive: BinaryIO, reference: str, platform: str) -> str:
-    """A stand-in base image from a root file system archive (`debootstrap --arch arm64 ...`, then tar): imported
-    as `docker import` does, given `platform` in its config, tagged `reference`; its id. docker-py's low-level
-    client is passed in (`DockerEngine._client`)."""
-    from accelenv.build.engine import DockerEngine, EngineError, EngineInfo
-
-    answer = engine_client.import_image_from_stream(archive)
-    text = answer if isinstance(answer, str) else "".join(str(a) for a in answer)
-    found = re.findall(r"sha256:[0-9a-f]{64}", text)
-    if not found:
-        raise EngineError(f"the engine imported no image: {text[:300]}")
-    engine = DockerEngine(engine_client, EngineInfo(host="", api_version="", server_version="", os="", arch=""))
-    image_id = set_platform(engine, found[-1], platform)
+def import_root(engine: DockerEngine, archive: str, reference: str, platform: str) -> str:
+    """A stand-in base image from a root file system tarball (`debootstrap --arch arm64 ...`, then tar): imported
+    as `docker import` does (`DockerEngine.import_rootfs`), given `platform` in its config, tagged `reference`;
+    its id. The import under the engine's own architecture is removed."""
+    imported = engine.import_rootfs(archive, reference)
+    image_id = set_platform(engine, imported, platform)
     engine.tag(image_id, reference)
-    if image_id != found[-1]:
-        engine.remove(found[-1])  # the import under the engine's own architecture
+    if image_id != imported:
+        engine.remove(imported)
     return image_id
 
 
@@ -157,17 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     from accelenv.build.engine import EngineError, connect
 
     parser = argparse.ArgumentParser(prog="python -m accelenv.build.platforms", description=main.__doc__)
-    parser.add_argument("archive", help="a tar of the root file system (- for standard input)")
+    parser.add_argument("archive", help="a tar of the root file system")
     parser.add_argument("reference", help="the name to give it, e.g. accelenv-platform/debian:bookworm-arm64")
     parser.add_argument("--platform", required=True, choices=sorted(CONFIG_ARCHITECTURES))
     args = parser.parse_args(argv)
     try:
         with connect(timeout=600) as engine:
-            if args.archive == "-":
-                image_id = import_root(engine._client, sys.stdin.buffer, args.reference, args.platform)
-            else:
-                with Path(args.archive).open("rb") as archive:
-                    image_id = import_root(engine._client, archive, args.reference, args.platform)
+            image_id = import_root(engine, str(Path(args.archive).resolve()), args.reference, args.platform)
     except (EngineError, OSError) as error:
         sys.stderr.write(f"accelenv: {error}\n")
         return 1

@@ -60,12 +60,41 @@ def seconds(text: str) -> float:
 
 
 def count(text: str) -> int:
-    """An argparse type: a whole number, 0 or more (every numeric option is `seconds` or `count`)."""
+    """An argparse type: a whole number, 0 or more (every numeric option is `seconds`, `count`, `fraction` or
+    `days`)."""
     import argparse
 
     if not (text.isascii() and text.isdigit()) or len(text) > 9:  # below a billion
         raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, not {text!r}")
     return int(text)
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a finite fraction from 0 up to (not including) 1."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction from 0 up to (not including) 1, e.g. 0.1")
+    return value
+
+
+def days(text: str) -> float:
+    """An argparse type: a finite number of days above 0, at most a hundred years."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
+    if not math.isfinite(value) or not 0 < value <= 36500:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of days above 0")
+    return value
 
 
 def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:

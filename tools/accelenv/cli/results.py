@@ -9,38 +9,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from accelenv.cli.common import Command, matrix_of, repo_of
+from accelenv.cli.common import Command, days, fraction, matrix_of, repo_of
 from accelenv.cli.output import dump_json, table
 from accelenv.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
-
-
-def _fraction(text: str) -> float:
-    import argparse
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction from 0 up to (not including) 1, e.g. 0.1")
-    return value
-
-
-def _days(text: str) -> float:
-    import argparse
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
-    if not math.isfinite(value) or not 0 < value <= 36500:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of days above 0")
-    return value
 
 
 def results_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,14 +27,14 @@ def results_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", metavar="DIR", help="write every accepted record into DIR (one file per record id)")
     p.add_argument(
         "--tolerance",
-        type=_fraction,
+        type=fraction,
         default=0.10,
         metavar="F",
         help="a figure more than F below the median of earlier runs is a regression (default %(default)g)",
     )
     p.add_argument(
         "--stale-after",
-        type=_days,
+        type=days,
         metavar="N",
         help="name the default environments' SKUs with no passing record newer than N days (exit 1 if any)",
     )

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelenv.check.framework import declared, origin
+from accelenv.errors import UsageError
+from accelenv.fileio import read_bytes
 from accelenv.matrix.model import FrameworkSource
 from accelenv.plan.interpreters import find_interpreter, missing_python_message, uv_binary
 from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
@@ -210,8 +212,8 @@ def _in_image(
 def _judge_tally(session: Any, env_id: str, path: Path, on_closing_line: Callable[[str], None] | None) -> None:
     tally = None
     try:
-        tally = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        tally = json.loads(read_bytes(path, limit=1 << 20, what="device-test tally"))
+    except (UsageError, ValueError):
         tally = None
     problem = tally_problem(env_id, tally if isinstance(tally, dict) else None)
     if problem:

@@ -163,7 +163,9 @@ def _lock_sha256(env: Environment) -> str | None:
     from accelenv.plan.lock import lock_path
 
     path = lock_path(_repo(), env.id)
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    from accelenv.fileio import read_bytes
+
+    return hashlib.sha256(read_bytes(path, what="lock file")).hexdigest() if path.is_file() else None
 
 
 def _host(run: Run) -> dict[str, Any]:

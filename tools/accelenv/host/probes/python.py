@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+from accelenv.errors import UsageError
+from accelenv.fileio import read_bytes
 from accelenv.host.report import PythonInfo
 from accelenv.matrix.model import canonical_name
 
@@ -55,9 +57,8 @@ def framework_builds(paths: list[str] | None = None) -> dict[str, str]:
         try:
             if not version_py.is_file():
                 continue
-            with version_py.open("rb") as handle:
-                text = handle.read(_VERSION_PY_LIMIT).decode("utf-8", "replace")
-        except OSError:
+            text = read_bytes(version_py, limit=_VERSION_PY_LIMIT, what="torch version file").decode("utf-8", "replace")
+        except (OSError, UsageError):
             continue
         found = dict(_TORCH_BUILD.findall(text))
         if "cuda" in found:
