@@ -40,6 +40,7 @@ class Engine:
     def __init__(self, *, version: dict[str, Any], info: dict[str, Any], labels: dict[str, str]) -> None:
         self.version, self.info, self.labels = version, info, labels
         self.created: list[dict[str, Any]] = []
+        self.paths: list[str] = []  # the create endpoint each container was made through
         self.started = threading.Event()
 
 
@@ -75,6 +76,7 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         if path.endswith("/containers/create"):
             self.engine.created.append(json.loads(body))
+            self.engine.paths.append(path)
             self._send(201, {"Id": "c0ffee", "Warnings": []})
         elif path.endswith("/attach"):  # the raw stream: one stdout frame, then the end
             self.send_response(200)
@@ -247,9 +249,10 @@ def test_podman_gets_cdi_names_as_devices(stand_in: Any, tmp_path: Path, capsys:
         "devices: CDI nvidia.com/gpu=all from /etc/cdi/nvidia.yaml, as devices (Podman's syntax)"
         in capsys.readouterr().err
     )
-    (created,) = engine.created
-    assert [d["PathOnHost"] for d in created["HostConfig"]["Devices"]] == ["nvidia.com/gpu=all"]
-    assert created["HostConfig"].get("DeviceRequests") is None
+    (created,) = engine.created  # through Podman's own (libpod) API, which resolves CDI names
+    assert engine.paths[0].endswith("/libpod/containers/create")
+    assert [d["path"] for d in created["devices"]] == ["nvidia.com/gpu=all"]
+    assert "HostConfig" not in created  # no Docker-style device request for Podman to drop
 
 
 def test_an_image_of_another_matrix_is_refused_unless_stale_ok(
