@@ -32,6 +32,12 @@ def _mib(value: int | None) -> str:
 def inspect_arguments(p: argparse.ArgumentParser) -> None:
     host_options(p, snapshot=True)
     p.add_argument("--family", action="append", metavar="F", help="only run the tools of family F (repeatable)")
+    p.add_argument(
+        "--engine",
+        action="store_true",
+        help="also ask the container engine DOCKER_HOST reaches: its version, CDI, runtimes, and which families "
+        "`accelenv run` can give devices to (an engine call; inspect stays fast without it)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON (schema/inspect.schema.json)")
 
 
@@ -65,7 +71,7 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
         f"{yes[c.docker_socket]}; nvidia container toolkit {yes[c.nvidia_container_toolkit]}"
         f"{'; CDI specs ' + ', '.join(c.cdi_specs) if c.cdi_specs else ''}\n"
     )
-    if not args.snapshot and Root.from_option(args.root).is_live:  # a captured host has no engine of its own
+    if args.engine and not args.snapshot and Root.from_option(args.root).is_live:  # a captured host has none
         from accelenv.build.launch import engine_lines
 
         out.write(
