@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from accelenv.build.engine import EngineError
 from accelenv.build.platforms import CONFIG_ARCHITECTURES
-from accelenv.upstream.pin import MANIFEST_TYPES, MAX_MANIFEST, MAX_TOKEN_ANSWER, ImageName, parse_reference
+from accelenv.upstream.pin import (
+    MANIFEST_TYPES,
+    MAX_MANIFEST,
+    MAX_TOKEN_ANSWER,
+    ImageName,
+    _bounded_body,
+    parse_reference,
+)
 
 if TYPE_CHECKING:
     from requests import Session
@@ -115,7 +122,7 @@ class Registry:
         if response.status_code != 200:
             response.close()
             raise EngineError(f"{self._name.registry} answered {response.status_code} for {self._where(reference)}")
-        body = _bounded(response, MAX_MANIFEST)
+        body = _bounded_body(response, MAX_MANIFEST)
         if body is None:
             raise EngineError(f"{self._where(reference)}: a manifest over {MAX_MANIFEST // 2**20} MiB")
         digest = "sha256:" + hashlib.sha256(body).hexdigest()
@@ -154,7 +161,7 @@ class Registry:
         params.setdefault("scope", f"repository:{self._name.repository}:pull,push")
         headers = {"Authorization": f"Basic {saved}"} if saved else {}
         response = self._session.get(realm, params=params, headers=headers, timeout=self._timeout, stream=True)
-        body = _bounded(response, MAX_TOKEN_ANSWER)
+        body = _bounded_body(response, MAX_TOKEN_ANSWER)
         try:
             data = json.loads(body or b"") if response.status_code == 200 else None
         except ValueError:
@@ -163,17 +170,6 @@ class Registry:
         if not isinstance(token, str) or not token:
             raise EngineError(f"the token service of {self._name.registry} gave no token ({response.status_code})")
         return {"Authorization": f"Bearer {token}"}
-
-
-def _bounded(response: Any, limit: int) -> bytes | None:
-    chunks, size = [], 0
-    for chunk in response.iter_content(chunk_size=65536):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            response.close()
-            return None
-    return b"".join(chunks)
 
 
 def _saved_auth(registry: str) -> str | None:
