@@ -29,6 +29,9 @@ from typing import Any
 
 from accelenv.cluster.ray import check_cluster
 
+# Every node on loopback: Ray reads this when it is imported (below, in on_cluster), and so do the CLI processes
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+LOOPBACK: dict[str, Any] = {"node_ip_address": "127.0.0.1"}
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "import sys; from accelenv.cli import main; sys.exit(main())"]
 
@@ -55,13 +58,15 @@ def on_cluster(nodes: int, matrix_text: str, env_id: str, family: str, repeat: i
     from ray.cluster_utils import Cluster
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, **LOOPBACK})
     try:
         for _ in range(nodes - 1):
-            cluster.add_node(num_cpus=1)
+            cluster.add_node(num_cpus=1, **LOOPBACK)
         cluster.wait_for_nodes()
         cold = fresh_process([*CLI, "check", env_id, "--ray", cluster.address, "--json"], repeat)
-        ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
+        ray.init(
+            address=cluster.address, _node_ip_address="127.0.0.1", logging_level=logging.ERROR, log_to_driver=False
+        )
         noop = ray.remote(num_cpus=0, max_retries=0)(_noop)
 
         def floor() -> None:

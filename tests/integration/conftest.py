@@ -1,8 +1,8 @@
 """Fixtures of the integration tests: the real Docker engine, one connection per test module, and a repository
 name per test whose images are removed afterwards (only those: a test never touches images it did not make).
 
-Under CI=true a missing engine or base image fails the tests instead of skipping them: .ci/run installs docker.io
-and makes the base image.
+Every local Ray cluster runs on loopback (`rayloop`). Under CI=true a missing engine or base image fails the tests
+instead of skipping them: .ci/run installs docker.io and makes the base image.
 """
 
 from __future__ import annotations
@@ -11,12 +11,25 @@ import uuid
 from typing import TYPE_CHECKING
 
 import pytest
+import rayloop
 from localmatrix import BASE_IMAGE, unavailable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
 
     from accelenv.build.engine import DockerEngine
+
+rayloop.before_ray()  # before any test imports Ray: every local cluster on loopback
+
+
+@pytest.fixture
+def ray_loopback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """The arguments every node of a test's local Ray cluster starts with: on loopback, with its own HOME, auth
+    setting and temp dir (`rayloop.loopback`)."""
+    with rayloop.loopback(tmp_path, monkeypatch) as node_args:
+        yield node_args
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""accelenv check --ray on a real multi-node Ray cluster on one machine (ray.cluster_utils.Cluster).
+"""accelenv check --ray on a real multi-node Ray cluster on one machine (ray.cluster_utils.Cluster), every node on
+loopback (the `ray_loopback` fixture).
 
 Nodes declare fake GPU resources; each node's check reads its own captured host (a fake sysfs root) so the nodes
 stand in for different machines. One node's Ray view disagrees with its driver, one has another pytest on its path,
@@ -8,12 +9,11 @@ one is killed mid-check (and is listed as dead by the next check), one dies just
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import tomlkit
@@ -83,15 +83,6 @@ def other_pytest(folder: Path) -> str:
     return str(folder)
 
 
-def ray_or_skip() -> None:
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("ray is missing (a dev dependency)")
-        pytest.skip("ray is not installed")
-
-
 def validate(view: dict[str, object], results: list[NodeResult]) -> None:
     import jsonschema
 
@@ -101,21 +92,22 @@ def validate(view: dict[str, object], results: list[NodeResult]) -> None:
     jsonschema.Draft202012Validator(cluster_schema()).validate(document)
 
 
-def test_cluster_check(tmp_path: Path) -> None:
-    ray_or_skip()
+def test_cluster_check(tmp_path: Path, ray_loopback: dict[str, Any]) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
     from accelenv.cluster.ray import check_cluster, summary
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 2})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 2, **ray_loopback})
     try:
-        good = cluster.add_node(num_cpus=1, num_gpus=2)
-        short = cluster.add_node(num_cpus=1, num_gpus=2)  # Ray counts 2 GPUs, the host shows 1
-        odd = cluster.add_node(num_cpus=1, num_gpus=2, env_vars={"PYTHONPATH": other_pytest(tmp_path / "site")})
-        doomed = cluster.add_node(num_cpus=1, num_gpus=2)
+        good = cluster.add_node(num_cpus=1, num_gpus=2, **ray_loopback)
+        short = cluster.add_node(num_cpus=1, num_gpus=2, **ray_loopback)  # Ray counts 2 GPUs, the host shows 1
+        odd = cluster.add_node(
+            num_cpus=1, num_gpus=2, **ray_loopback, env_vars={"PYTHONPATH": other_pytest(tmp_path / "site")}
+        )
+        doomed = cluster.add_node(num_cpus=1, num_gpus=2, **ray_loopback)
         cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False)
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1", log_to_driver=False)
         head_id = ray.get_runtime_context().get_node_id()
         roots = {
             head_id: host(tmp_path / "head", 2),
@@ -170,18 +162,17 @@ def test_cluster_check(tmp_path: Path) -> None:
     assert {r.node_id: r.verdict for r in again}[doomed.node_id] == "dead"
 
 
-def test_a_result_from_a_node_that_then_dies_does_not_count(tmp_path: Path) -> None:
-    ray_or_skip()
+def test_a_result_from_a_node_that_then_dies_does_not_count(tmp_path: Path, ray_loopback: dict[str, Any]) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
     from accelenv.cluster.ray import check_cluster, summary
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 2})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 2, **ray_loopback})
     try:
-        brief = cluster.add_node(num_cpus=1, num_gpus=2)
+        brief = cluster.add_node(num_cpus=1, num_gpus=2, **ray_loopback)
         cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False)
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1", log_to_driver=False)
         head_id = ray.get_runtime_context().get_node_id()
         roots = {head_id: host(tmp_path / "head", 2), brief.node_id: host(tmp_path / "brief", 2)}
         warm = check_cluster(matrix_text(), "cluster-test", "nvidia", address=cluster.address, timeout=60, roots=roots)

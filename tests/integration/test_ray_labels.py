@@ -6,9 +6,9 @@ longer say what it is.
 
 Each node's labels come from a snapshot of a captured H100 host (nvidia-smi outputs from ../shared/fixtures) with a
 Fabric section from tests/unit/data/fabric (two cliques: two NVLink domains); one node's snapshot has another
-Python, so it fails cpu-py311. The cluster runs with its own HOME, RAY_AUTH_MODE=disabled and
-RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, every node on 127.0.0.1; it is shut down by Ray's own calls (which end the
-processes it started, by pid).
+Python, so it fails cpu-py311. The cluster runs with its own HOME, temp dir, RAY_AUTH_MODE=disabled and
+RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, every node on 127.0.0.1 (the `ray_loopback` fixture); it is shut down by
+Ray's own calls (which end the processes it started, by pid).
 """
 
 from __future__ import annotations
@@ -31,26 +31,6 @@ CLIQUE = "32766"
 DOMAIN_KEY = "accelenv.io/nvlink-domain"
 SELECT = {"accelenv.io/env.cpu-py311": "pass"}
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Thu Feb 20 23:23:09 UTC 2025\n"
-
-
-def ray_or_skip() -> None:
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("ray is missing (a dev dependency)")
-        pytest.skip("ray is not installed")
-
-
-@pytest.fixture
-def loopback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ray on loopback with its own HOME: no token file or config of the machine's can reach it."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
 
 
 def snapshot(folder: Path, *, clique: str, python: str | None = None) -> Path:
@@ -105,8 +85,7 @@ def labels_file(folder: Path, *, clique: str, python: str | None = None) -> Path
     return target
 
 
-def test_nodes_started_with_accelenvs_labels(tmp_path: Path, loopback: None) -> None:
-    ray_or_skip()
+def test_nodes_started_with_accelenvs_labels(tmp_path: Path, ray_loopback: dict[str, Any]) -> None:
     import ray
     from ray._private.label_utils import parse_node_labels_from_yaml_file
     from ray.cluster_utils import Cluster
@@ -125,12 +104,12 @@ def test_nodes_started_with_accelenvs_labels(tmp_path: Path, loopback: None) -> 
     assert labels["a"][DOMAIN_KEY] == "7c3e9a4b-51d2-4f08-b6e1-2a9d0c5f8e13.1"
     assert labels["b"][DOMAIN_KEY] == "7c3e9a4b-51d2-4f08-b6e1-2a9d0c5f8e13.2"
 
-    args: dict[str, Any] = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
+    args: dict[str, Any] = {"num_cpus": 2, **ray_loopback}
     cluster = Cluster(initialize_head=True, head_node_args={**args, "labels": labels["head"]})
     try:
         nodes = {name: cluster.add_node(**args, labels=labels[name]) for name in ("a", "b", "odd")}
         cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False)
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1", log_to_driver=False)
         ids = {name: node.node_id for name, node in nodes.items()}
         ids["head"] = ray.get_runtime_context().get_node_id()
         everything: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
@@ -176,8 +155,9 @@ def host_root(folder: Path, driver: str) -> str:
     return str(make_root(folder, pci=pci, modules={"nvidia": driver}, files=files))
 
 
-def test_check_ray_flags_a_wrong_accelerator_type_and_drifted_labels(tmp_path: Path, loopback: None) -> None:
-    ray_or_skip()
+def test_check_ray_flags_a_wrong_accelerator_type_and_drifted_labels(
+    tmp_path: Path, ray_loopback: dict[str, Any]
+) -> None:
     import ray
     from ray._private.label_utils import parse_node_labels_from_yaml_file
     from ray.cluster_utils import Cluster
@@ -190,13 +170,13 @@ def test_check_ray_flags_a_wrong_accelerator_type_and_drifted_labels(tmp_path: P
     labels = parse_node_labels_from_yaml_file(str(started))
     assert labels["accelenv.io/driver"] == "570.124.06"
 
-    args: dict[str, Any] = {"num_cpus": 1, "num_gpus": 2, "node_ip_address": "127.0.0.1"}
+    args: dict[str, Any] = {"num_cpus": 1, "num_gpus": 2, **ray_loopback}
     cluster = Cluster(initialize_head=True, head_node_args={**args, "resources": {"accelerator_type:H100": 1}})
     try:
         wrong = cluster.add_node(**args, resources={"accelerator_type:A100": 1})
         upgraded = cluster.add_node(**args, resources={"accelerator_type:H100": 1}, labels=labels)
         cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False)
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1", log_to_driver=False)
         head = ray.get_runtime_context().get_node_id()
         roots = {head: old, wrong.node_id: old, upgraded.node_id: new}  # the driver was upgraded under `upgraded`
         text = (REPO / "matrix.toml").read_text(encoding="utf-8")
