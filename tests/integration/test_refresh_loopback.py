@@ -136,3 +136,64 @@ def test_refresh_keeps_an_edit_made_while_it_asked_the_index(
     text = path.read_text(encoding="utf-8")
     assert text.endswith("# a colleague's edit\n")
     assert '"demo-lib==1.0"' in text  # the bump was not written over the edit
+
+
+@pytest.mark.parametrize("how", ["undo", "resume"])
+def test_a_refresh_stopped_while_writing_is_undone_or_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """refresh writes the matrix, a lock and the generated files as one change: stopped (Ctrl-C) after some of
+    them, it leaves a journal; the next refresh refuses to start over it, `--undo` puts every file back as it
+    was and `--resume` finishes the change, after which the generated files match the matrix."""
+    from accelenv import changeset
+    from accelenv.fileio import write_atomic
+
+    simple = tmp_path / "www" / "simple"
+    for version in ("1.0", "1.1"):
+        build_wheel(simple / "demo-lib", "demo-lib", version)
+    write_simple_index(simple)
+    with LoopbackServer(tmp_path / "www") as server:
+        path = matrix_with(tmp_path / "repo", {"demo-live": (f"{server.url}/simple", ["demo-lib==1.0"])})
+        repo = path.parent
+        assert main(["--matrix", str(path), "render"], out=io.StringIO()) == 0
+        before = {p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+        for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+        real_write = write_atomic
+        writes: list[str] = []
+
+        def stopped_on_the_third_file(target: Path, text: str, *, inside: Path | None = None) -> None:
+            if target.name != "changeset.json":
+                writes.append(str(target.relative_to(repo)))
+                if len(writes) == 3:
+                    raise KeyboardInterrupt
+            real_write(target, text, inside=inside)
+
+        monkeypatch.setattr(changeset, "write_atomic", stopped_on_the_third_file)
+        code = main(["--matrix", str(path), "refresh", "--env", "demo-live"], out=io.StringIO())
+        monkeypatch.setattr(changeset, "write_atomic", real_write)
+    assert code == 130
+    assert len(writes) == 3
+    assert (repo / changeset.JOURNAL).is_file()
+    assert main(["--matrix", str(path), "render", "--check"], out=io.StringIO()) == 1  # half a change: stale
+
+    capsys.readouterr()
+    assert main(["--matrix", str(path), "refresh", "--env", "demo-live", "--no-lock"], out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert "an earlier refresh was interrupted" in err
+    assert "accelenv refresh --resume" in err
+    assert "accelenv refresh --undo" in err
+
+    out = io.StringIO()
+    assert main(["--matrix", str(path), "refresh", f"--{how}"], out=out) == 0, out.getvalue()
+    assert not (repo / changeset.JOURNAL).exists()
+    after = {p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+    assert main(["--matrix", str(path), "render", "--check"], out=io.StringIO()) == 0
+    if how == "undo":
+        assert after == before
+    else:
+        assert load_matrix(path, use_cache=False).envs["demo-live"].requirements.specs == ("demo-lib==1.1",)
+        lock = (repo / "envs" / "demo-live" / "requirements.lock").read_text(encoding="utf-8")
+        assert "demo-lib==1.1 \\" in lock
+    assert main(["--matrix", str(path), "refresh", f"--{how}"], out=io.StringIO()) == 2  # nothing left to finish

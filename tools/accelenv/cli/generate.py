@@ -29,6 +29,10 @@ def render(args: argparse.Namespace, out: TextIO) -> int:
 
     matrix = matrix_of(args)
     repo = repo_of(args)
+    if not args.check:
+        from accelenv.changeset import refuse_if_pending
+
+        refuse_if_pending(repo)  # an interrupted refresh is finished or undone first
     result = apply(repo, render_plan(matrix, generated_files(repo)), check=args.check)
     if args.check:
         for rel in result.out_of_date:
@@ -72,10 +76,12 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
     envs = [get_env(matrix, e) for e in args.envs] if args.envs else list(matrix.envs.values())
     if args.check:
         return _lock_check(args, matrix, envs, out)
+    from accelenv.changeset import refuse_if_pending
     from accelenv.fileio import write_atomic
     from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, resolve
 
     repo = repo_of(args)
+    refuse_if_pending(repo)  # an interrupted refresh is finished or undone first
     rows: list[dict[str, Any]] = []
     failed = 0 if _lock_image_dependencies(repo, args, out) else 1
     os_locker = _OsLocker(repo, force=args.force, platform=args.platform)

@@ -398,6 +398,7 @@ def add(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.edit import add_to_file, diff
 
     path = find_matrix(args.matrix)
+    _refuse_if_pending(path, args.dry_run)
     assignments = [*args.assignments, *(e for e in args.envs if "=" in e)]  # `--env A B key=value`
     envs = [e for e in args.envs if "=" not in e]
     old, edit = add_to_file(path, args.kind, args.id, assignments, args.template, dry_run=args.dry_run, envs=envs)
@@ -416,6 +417,13 @@ def add(args: argparse.Namespace, out: TextIO) -> int:
     next_step = "`accelenv render` (and `accelenv lock` for an env)"
     out.write(f"{path}: added {args.kind} {args.id}{also}; run {next_step}\n")
     return 0
+
+
+def _refuse_if_pending(path: Path, dry_run: bool) -> None:
+    if not dry_run:
+        from accelenv.changeset import refuse_if_pending
+
+        refuse_if_pending(path.parent)  # an interrupted refresh is finished or undone first
 
 
 def _tell_warnings(warnings: tuple[Problem, ...], path: Path, out: TextIO) -> None:
@@ -444,6 +452,7 @@ def _attach(args: argparse.Namespace, out: TextIO, *, detach: bool) -> int:
     from accelenv.matrix.edit import attach_to_file, diff
 
     path = find_matrix(args.matrix)
+    _refuse_if_pending(path, args.dry_run)
     old, edit = attach_to_file(path, args.sku, args.envs, detach=detach, dry_run=args.dry_run)
     if args.dry_run and edit.attached:
         out.write(diff(old, edit.text, path.name))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from accelenv.cli.common import Command, matrix_of, seconds
 from accelenv.cli.output import dump_json
@@ -103,6 +103,13 @@ def refresh_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit 1 when a source could not be checked (after writing what could be), so a scheduled job fails",
     )
+    finish = p.add_mutually_exclusive_group()
+    finish.add_argument(
+        "--resume", action="store_true", help="finish a refresh that was interrupted while writing its files"
+    )
+    finish.add_argument(
+        "--undo", action="store_true", help="put back the files an interrupted refresh had started to write"
+    )
 
 
 def refresh(args: argparse.Namespace, out: TextIO) -> int:
@@ -110,8 +117,8 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
 
     import requests
 
-    from accelenv.errors import WriteFailedError
-    from accelenv.fileio import read_text, update_text, write_atomic
+    from accelenv import changeset
+    from accelenv.fileio import read_text
     from accelenv.matrix.edit import diff
     from accelenv.matrix.load import load_matrix
     from accelenv.upstream.indexes import IndexClient
@@ -120,6 +127,14 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.upstream.settings import read_index_settings
 
     path = find_matrix(args.matrix)
+    if args.resume or args.undo:
+        how: Literal["resume", "undo"] = "resume" if args.resume else "undo"
+        done = changeset.finish(path.parent, how)
+        verb = "finished" if args.resume else "undone"
+        out.write(f"refresh {verb}: {len(done)} file(s) written\n" + "".join(f"  {rel}\n" for rel in done))
+        return 0
+    if not args.dry_run:
+        changeset.refuse_if_pending(path.parent)
     text = read_text(path, what="matrix")
     matrix = load_matrix(path, use_cache=False)
     settings = read_index_settings(os.environ)
@@ -151,20 +166,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
             locked, more = _relock(plan.text, path, plan.envs, args.timeout)
             unlocked.update(more)
     if plan.changes:
-
-        def replace(current: str) -> str:  # the indexes took a while: an edit made meanwhile is not overwritten
-            if current != text:
-                raise WriteFailedError(
-                    f"{path}: changed while refresh asked the indexes; nothing was written: run accelenv refresh again"
-                )
-            return plan.text
-
-        update_text(path, replace, what="matrix")
-        for env_id, lock_text in locked:
-            from accelenv.plan.lock import lock_path
-
-            write_atomic(lock_path(path.parent, env_id), lock_text, inside=path.parent)
-        _render(path)
+        _write_all(path, text, plan.text, locked)
     summary = summary_markdown(plan, locked=[e for e, _ in locked], unlocked=unlocked)
     out.write(summary)
     _write_summary(args, summary)
@@ -202,12 +204,28 @@ def _relock(
     return locked, unlocked
 
 
-def _render(path: Path) -> None:
-    from accelenv.matrix.load import load_matrix
-    from accelenv.plan.render import apply, generated_files, render_plan
+def _write_all(path: Path, old_text: str, new_text: str, locked: list[tuple[str, str]]) -> None:
+    """The matrix, the new locks and every generated file as one change (`accelenv.changeset`): all computed
+    first, then written under the matrix folder's lock, so a run stopped midway can be resumed or undone."""
+    from accelenv import changeset
+    from accelenv.errors import WriteFailedError
+    from accelenv.fileio import folder_lock, read_text
+    from accelenv.matrix.load import model_from_text
+    from accelenv.plan.lock import lock_path
+    from accelenv.plan.render import generated_files, render_plan
 
     repo = path.parent
-    apply(repo, render_plan(load_matrix(path, use_cache=False), generated_files(repo)), check=False)
+    rendered = render_plan(model_from_text(new_text, str(path)), generated_files(repo))
+    changes: dict[str, str | None] = {path.name: new_text}
+    changes |= {str(lock_path(repo, env_id).relative_to(repo)): lock_text for env_id, lock_text in locked}
+    changes |= rendered.files
+    changes |= dict.fromkeys(rendered.stale)
+    with folder_lock(path):
+        if read_text(path, what="matrix") != old_text:  # the indexes took a while: an edit meanwhile stays
+            raise WriteFailedError(
+                f"{path}: changed while refresh asked the indexes; nothing was written: run accelenv refresh again"
+            )
+        changeset.commit(repo, changes, purpose="refresh")
 
 
 COMMANDS = {
