@@ -164,7 +164,12 @@ def test_from_copies_only_shared_facts_and_says_so(matrix: Path, capsys: pytest.
     assert main(["--matrix", str(matrix), *argv]) == 0
     out = capsys.readouterr().out
     assert "copied from rtx-pro-6000-server: family, arch\n" in out
-    assert "not copied (facts of rtx-pro-6000-server itself; give them): name, product_names, pci_device_ids" in out
+    assert (
+        "not copied (facts of rtx-pro-6000-server itself; give them): name, ray_accelerator_type, product_names, "
+        "pci_device_ids" in out
+    )
+    # Ray's name is the device's own too: the SKU says neither it nor why there is none, and `add` says so
+    assert "warning: skus.rtx-pro-4500: says neither what Ray calls it nor why Ray has no name for it" in out
     text = matrix.read_text()
     entry = text[text.index("[skus.rtx-pro-4500]") :].split("\n\n", 1)[0]
     assert "memory_mib" not in entry

@@ -234,6 +234,19 @@ def test_a_bad_ray_accelerator_type_is_refused_with_its_key_path(line: str, erro
     assert shown == [e.replace("{line}", str(at)).replace("{next}", str(at + 1)) for e in errors]
 
 
+def test_a_sku_that_says_neither_is_a_change_warning_strict_refuses() -> None:
+    from accelenv.matrix.load import validate_text
+    from accelenv.matrix.problems import Category
+
+    text = (REPO / "matrix.toml").read_text(encoding="utf-8")
+    at = text.splitlines().index('ray_accelerator_type = "T4"') + 1
+    validation = validate_text(text.replace('ray_accelerator_type = "T4"\n', "", 1))
+    [problem] = [p for p in validation.problems if p.rule == "ray-accelerator-type"]
+    assert (problem.path, problem.is_error, problem.category) == ("skus.t4", False, Category.CHANGE)
+    assert problem.line == at - 4  # the SKU's table header
+    assert problem.message.startswith("says neither what Ray calls it nor why Ray has no name for it")
+
+
 def test_show_inspect_and_the_page_carry_rays_name(tmp_path: Path, matrix: Matrix) -> None:
     import io
     import json

@@ -87,6 +87,7 @@ def test_globs_that_only_overlap_on_names_no_device_has_pass(mine: list[str], th
 family = "amd"
 name = "One"
 arch = "gfx942"
+no_ray_accelerator_type = "no PCI id given"
 product_names = {mine!r}
 sources = ["notes"]
 
@@ -94,6 +95,7 @@ sources = ["notes"]
 family = "amd"
 name = "Two"
 arch = "gfx942"
+no_ray_accelerator_type = "no PCI id given"
 product_names = {theirs!r}
 sources = ["notes"]
 """.replace("'", '"')
