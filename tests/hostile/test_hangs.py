@@ -352,5 +352,6 @@ def test_ray_connect_gives_way_to_signals(matrix: Path, silent_port: int, sig: i
         _, err = process.communicate(timeout=15)
     except subprocess.TimeoutExpired:  # pragma: no cover - the failure this test looks for
         process.kill()
+        process.communicate()  # reaped here, so a failure here is reported here alone
         pytest.fail(f"accelenv ignored signal {sig} while connecting to Ray")
     assert process.returncode == code, err

@@ -241,7 +241,16 @@ def _connect(ray: Any, address: str, timeout: float) -> None:
 
     with _quiet("ray._private.worker"):  # "SIGTERM handler is not set ... not the main thread": as intended
         threading.Thread(target=connect, name="accelenv-ray-connect", daemon=True).start()
-        connected = done.wait(timeout)
+        try:
+            connected = done.wait(timeout)
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM while Ray is still connecting: nothing of Ray's was made that needs shutting
+            # down, and Ray's exit hook (ray.shutdown, which imports its DAG machinery first) would hold the
+            # exit for seconds behind the connect thread
+            import atexit
+
+            atexit.unregister(ray.shutdown)
+            raise
     if not connected:
         raise UsageError(
             f"cannot connect to the Ray cluster at {address} within {timeout:g} s: check the address "
