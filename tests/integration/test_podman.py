@@ -150,7 +150,7 @@ def test_build_verify_run_prune_on_podman(
     root.mkdir()
     image = result["human_tag"]
     nvidia = ["run", "gpu-nvidia-cu132", "--image", image, "--stale-ok", "--root", str(root), "--", "true"]
-    assert main(nvidia) == 3
+    assert main(nvidia) == 125
     assert "Podman's Docker-compatible API takes no --gpus device request" in capsys.readouterr().err
     # ... and with one (in the tree the run reads) the CDI name reaches Podman's own CDI registry, which reads the
     # machine's /etc/cdi, where this test writes nothing: Podman's refusal proves the name got there as CDI

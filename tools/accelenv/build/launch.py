@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 
 
 class RefusedError(AccelenvError):
-    """The container would not get what the environment needs: refused before it starts."""
+    """The container would not get what the environment needs: refused before it starts. Exit 125, as `docker
+    run` exits when the container could not be started, so it stays apart from the command's own exit status
+    (which `run` passes through) and from accelenv's 3, a bug."""
 
-    exit_code = 3
+    exit_code = 125
 
 
 def image_refusal(matrix: Matrix, env: Environment, reference: str, labels: dict[str, str] | None) -> str:

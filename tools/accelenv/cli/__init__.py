@@ -5,7 +5,8 @@ declares its commands' arguments next to their handlers. The table below names e
 one-line summary, so `accelenv --help` lists every command and `accelenv check` imports only the host group:
 start-up time matters for a command that runs before every test session.
 
-Exit status: 0 success, 1 a finding (invalid matrix, failed check), 2 a usage error, 3 a bug, 130 interrupted.
+Exit status: 0 success, 1 a finding (invalid matrix, failed check), 2 a usage error, 3 a bug, 130 interrupted;
+`run`: the command's own, or 125 when the container was refused before it started (as `docker run`).
 """
 
 from __future__ import annotations

@@ -512,8 +512,9 @@ COMMANDS = {
         "`accelenv show ENV` prints the same start as a docker run line.\n\n"
         "Devices: CDI names first (nvidia.com/gpu=all, narrowed by CUDA_VISIBLE_DEVICES and the like) where the\n"
         "engine takes them and the family's spec exists, else the toolkit, runtime or device nodes; the choice and\n"
-        "its reason go to stderr. Refused (exit 3) before anything starts when no way can give the devices\n"
-        "(--no-devices starts it without) or the image's env-hash is not the matrix's (--stale-ok runs it).",
+        "its reason go to stderr. Refused (exit 125, as docker run) before anything starts when no way can give\n"
+        "the devices (--no-devices starts it without) or the image's env-hash is not the matrix's (--stale-ok\n"
+        "runs it); otherwise the exit status is the command's own.",
         arguments=run_arguments,
         run=run,
         takes_command=True,
