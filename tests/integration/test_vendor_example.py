@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repocopy import copy_repository
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -36,21 +37,6 @@ def worked_example(text: str) -> list[str]:
     return commands
 
 
-def copy_repository(target: Path) -> None:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file() and not source.is_symlink():  # a file deleted in the working tree is still listed
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-
-
 def test_the_guide_has_a_worked_example() -> None:
     commands = worked_example(GUIDE.read_text(encoding="utf-8"))
     assert [c.split()[:3] for c in commands[:3]] == [
@@ -66,7 +52,7 @@ def test_the_worked_example_ends_green(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is needed to list the repository's files")
     copy = tmp_path / "repo"
-    copy_repository(copy)
+    copy_repository(REPO, copy)
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
