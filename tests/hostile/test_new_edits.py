@@ -4,8 +4,10 @@ in an environment's `skus` is never replaced by the edit."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import subprocess
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,6 +18,7 @@ from accelenv.errors import UsageError, WriteFailedError
 from accelenv.matrix.edit import attach_to_file
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 CU129 = 'skus = ["h100-sxm", "h200", "gh200", "b200", "gb200", "b300", "rtx-pro-6000-server"]'
@@ -185,15 +188,32 @@ def test_dry_run_writes_nothing(matrix: Path) -> None:
     assert sorted(p.name for p in matrix.parent.iterdir()) == ["matrix.toml"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes a read-only file anyway")
-def test_a_read_only_matrix_is_a_clean_error(matrix: Path) -> None:
-    matrix.parent.chmod(stat.S_IRUSR | stat.S_IXUSR)
+@contextlib.contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """`folder` where nothing can be created: mode 0500, and for root (whom modes do not stop) the immutable
+    attribute, which stops root too (`chattr +i`, as CI runs as root)."""
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    immutable = os.geteuid() == 0
+    if immutable:
+        done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True, check=False, timeout=30)
+        if done.returncode != 0:
+            folder.chmod(stat.S_IRWXU)
+            pytest.fail(f"root needs the immutable attribute to make a folder unwritable: {done.stderr.strip()}")
     try:
-        result = accelenv("--matrix", str(matrix), "attach", "l4", "gpu-nvidia-cu129")
+        yield
     finally:
-        matrix.parent.chmod(stat.S_IRWXU)
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True, timeout=30)
+        folder.chmod(stat.S_IRWXU)
+
+
+def test_a_matrix_in_a_folder_that_cannot_be_written_is_a_clean_error(matrix: Path) -> None:
+    before = matrix.read_bytes()
+    with unwritable(matrix.parent):
+        result = accelenv("--matrix", str(matrix), "attach", "l4", "gpu-nvidia-cu129")
     assert_clean_error(result, code=1, says="cannot write")
     assert "nothing was changed" in result.stderr
+    assert matrix.read_bytes() == before
 
 
 def test_attach_writes_through_a_symlinked_matrix(matrix: Path, tmp_path: Path) -> None:
