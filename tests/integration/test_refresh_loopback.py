@@ -18,6 +18,7 @@ from accelenv.cli import main
 from accelenv.matrix import load_matrix
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 pytestmark = pytest.mark.integration
@@ -47,6 +48,20 @@ def matrix_with(folder: Path, envs: dict[str, tuple[str, list[str]]]) -> Path:
     path = folder / "matrix.toml"
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def demo_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A package index on loopback serving demo-lib 1.0 and 1.1, and none of the machine's own index settings."""
+    simple = tmp_path / "www" / "simple"
+    for version in ("1.0", "1.1"):
+        build_wheel(simple / "demo-lib", "demo-lib", version)
+    write_simple_index(simple)
+    for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    with LoopbackServer(tmp_path / "www") as server:
+        yield f"{server.url}/simple"
 
 
 def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,32 +119,24 @@ def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_refresh_keeps_an_edit_made_while_it_asked_the_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], demo_index: str
 ) -> None:
     """refresh reads the matrix, asks the indexes (which can take minutes), then writes: an edit someone made
     meanwhile is not overwritten; refresh says so and writes nothing."""
     from accelenv.upstream import outdated
 
-    simple = tmp_path / "www" / "simple"
-    for version in ("1.0", "1.1"):
-        build_wheel(simple / "demo-lib", "demo-lib", version)
-    write_simple_index(simple)
-    with LoopbackServer(tmp_path / "www") as server:
-        path = matrix_with(tmp_path / "repo", {"demo-live": (f"{server.url}/simple", ["demo-lib==1.0"])})
-        for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-        real_check = outdated.check_matrix
+    path = matrix_with(tmp_path / "repo", {"demo-live": (demo_index, ["demo-lib==1.0"])})
+    real_check = outdated.check_matrix
 
-        def check_then_someone_edits(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-            result = real_check(*args, **kwargs)  # type: ignore[arg-type]
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write("# a colleague's edit\n")
-            return result
+    def check_then_someone_edits(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        result = real_check(*args, **kwargs)  # type: ignore[arg-type]
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("# a colleague's edit\n")
+        return result
 
-        monkeypatch.setattr(outdated, "check_matrix", check_then_someone_edits)
-        out = io.StringIO()
-        code = main(["--matrix", str(path), "refresh", "--env", "demo-live", "--no-lock"], out=out)
+    monkeypatch.setattr(outdated, "check_matrix", check_then_someone_edits)
+    out = io.StringIO()
+    code = main(["--matrix", str(path), "refresh", "--env", "demo-live", "--no-lock"], out=out)
     err = capsys.readouterr().err
     assert code == 1, out.getvalue() + err
     assert "changed while refresh asked the indexes" in err
@@ -140,7 +147,7 @@ def test_refresh_keeps_an_edit_made_while_it_asked_the_index(
 
 @pytest.mark.parametrize("how", ["undo", "resume"])
 def test_a_refresh_stopped_while_writing_is_undone_or_resumed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], how: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], demo_index: str, how: str
 ) -> None:
     """refresh writes the matrix, a lock and the generated files as one change: stopped (Ctrl-C) after some of
     them, it leaves a journal; the next refresh refuses to start over it, `--undo` puts every file back as it
@@ -148,31 +155,23 @@ def test_a_refresh_stopped_while_writing_is_undone_or_resumed(
     from accelenv import changeset
     from accelenv.fileio import write_atomic
 
-    simple = tmp_path / "www" / "simple"
-    for version in ("1.0", "1.1"):
-        build_wheel(simple / "demo-lib", "demo-lib", version)
-    write_simple_index(simple)
-    with LoopbackServer(tmp_path / "www") as server:
-        path = matrix_with(tmp_path / "repo", {"demo-live": (f"{server.url}/simple", ["demo-lib==1.0"])})
-        repo = path.parent
-        assert main(["--matrix", str(path), "render"], out=io.StringIO()) == 0
-        before = {p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
-        for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-        real_write = write_atomic
-        writes: list[str] = []
+    path = matrix_with(tmp_path / "repo", {"demo-live": (demo_index, ["demo-lib==1.0"])})
+    repo = path.parent
+    assert main(["--matrix", str(path), "render"], out=io.StringIO()) == 0
+    before = {p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+    real_write = write_atomic
+    writes: list[str] = []
 
-        def stopped_on_the_third_file(target: Path, text: str, *, inside: Path | None = None) -> None:
-            if target.name != "changeset.json":
-                writes.append(str(target.relative_to(repo)))
-                if len(writes) == 3:
-                    raise KeyboardInterrupt
-            real_write(target, text, inside=inside)
+    def stopped_on_the_third_file(target: Path, text: str, *, inside: Path | None = None) -> None:
+        if target.name != "changeset.json":
+            writes.append(str(target.relative_to(repo)))
+            if len(writes) == 3:
+                raise KeyboardInterrupt
+        real_write(target, text, inside=inside)
 
-        monkeypatch.setattr(changeset, "write_atomic", stopped_on_the_third_file)
-        code = main(["--matrix", str(path), "refresh", "--env", "demo-live"], out=io.StringIO())
-        monkeypatch.setattr(changeset, "write_atomic", real_write)
+    monkeypatch.setattr(changeset, "write_atomic", stopped_on_the_third_file)
+    code = main(["--matrix", str(path), "refresh", "--env", "demo-live"], out=io.StringIO())
+    monkeypatch.setattr(changeset, "write_atomic", real_write)
     assert code == 130
     assert len(writes) == 3
     assert (repo / changeset.JOURNAL).is_file()
