@@ -15,7 +15,7 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 from hostilekit import REPO, accelenv, assert_clean_error, char_device, tool
@@ -259,7 +259,10 @@ def test_a_200_mb_registry_answer_is_not_read_whole(endless: _EndlessRegistry) -
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert digest is None
-    assert problem == f"{endless.host} answered with a manifest over 4 MiB"
+    assert problem == (
+        f"GET http://{endless.host}/v2/a/b/manifests/1 answered more than 4 MiB, the most accelenv reads for a "
+        "manifest; it stopped reading there: check that the address serves what it should"
+    )
     assert peak < 32 * 2**20
 
 
@@ -272,20 +275,23 @@ def test_a_200_mb_registry_answer_is_not_read_whole(endless: _EndlessRegistry) -
     ],
 )
 def test_a_token_service_that_answers_nonsense(answer: bytes, says: str) -> None:
-    from accelenv.upstream.pin import ImageName, _token
+    from accelenv import netio
+    from accelenv.upstream.pin import MAX_TOKEN_ANSWER, ImageName, _token
 
     class Session:
-        def get(self, url: str, **kwargs: object) -> object:
+        def request(self, method: str, url: str, **kwargs: object) -> _Answer:
             return _Answer(answer)
 
     image = ImageName(registry="r.example", repository="a/b", tag="1")
-    token, problem = _token(Session(), 'Bearer realm="http://127.0.0.1:1/token"', image, 5.0)  # type: ignore[arg-type]
+    bounds = netio.limits("a token answer", max_bytes=MAX_TOKEN_ANSWER, timeout=5.0)
+    token, problem = _token(Session(), 'Bearer realm="http://127.0.0.1:1/token"', image, bounds)
     assert token is None
     assert problem == f"the token service of r.example {says}"
 
 
 class _Answer:
     status_code = 200
+    headers: ClassVar[dict[str, str]] = {}
 
     def __init__(self, body: bytes) -> None:
         self.body = body

@@ -200,4 +200,6 @@ def test_an_unreachable_registry(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = tmp_path / "matrix.toml"
     path.write_text(tomlkit.dumps(doc))
     assert main(["--matrix", str(path), "pin", "cpu"]) == 1
-    assert f"127.0.0.1:{port} cannot be reached" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"HEAD http://127.0.0.1:{port}/v2/library/python/manifests/" in out
+    assert "failed: connection refused" in out

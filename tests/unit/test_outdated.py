@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 import requests
@@ -18,7 +18,7 @@ from accelenv.upstream.indexes import UnusableAnswer, parse_pypi_json, parse_sim
 from accelenv.upstream.outdated import Finding, Problem, check_matrix, newest, render_github, render_table
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "integration" / "data"
@@ -281,8 +281,11 @@ class FakeResponse:
     text: str = ""
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
-    def json(self) -> object:
-        return json.loads(self.text)
+    def iter_content(self, chunk_size: int) -> Iterator[bytes]:
+        yield self.text.encode()
+
+    def close(self) -> None:
+        pass
 
 
 @dataclasses.dataclass
@@ -292,9 +295,9 @@ class FakeSession:
     answers: dict[str, FakeResponse | Exception]
     calls: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
-    def get(self, url: str, *, headers: Mapping[str, str], timeout: float) -> FakeResponse:
-        assert timeout > 0
-        self.calls.append((url, headers["Accept"]))
+    def request(self, method: str, url: str, **kwargs: Any) -> FakeResponse:
+        assert (method, kwargs["timeout"] > 0, kwargs["stream"]) == ("GET", True, True)
+        self.calls.append((url, kwargs["headers"]["Accept"]))
         answer = self.answers.get(url, FakeResponse(404, "Not Found"))
         if isinstance(answer, Exception):
             raise answer
@@ -387,11 +390,11 @@ def test_an_index_that_fails_is_named_and_the_next_one_is_asked(matrix: Matrix) 
     first index failed says so (what that index would have answered is unknown)."""
     session = FakeSession({f"{CU128}/torch/": requests.Timeout("HTTPSConnectionPool(...): Read timed out. (x)")})
     _, problems = check_matrix(matrix, session, envs=["gpu-nvidia-cu128"])
-    assert problems[0] == Problem(
+    assert problems[0] == Problem(  # and PyPI has no torch here: nothing else answered
         env="gpu-nvidia-cu128",
         name="torch",
         index=CU128,
-        message=f"GET {CU128}/torch/ failed: timed out",  # and PyPI has no torch here: nothing else answered
+        message=f"GET {CU128}/torch/ failed: timed out (nothing came for 15 s)",
     )
     assert "https://pypi.org/pypi/torch/json" in dict(session.calls)
     answered = FakeSession(
@@ -401,7 +404,10 @@ def test_an_index_that_fails_is_named_and_the_next_one_is_asked(matrix: Matrix) 
         }
     )
     _, problems = check_matrix(matrix, answered, envs=["gpu-nvidia-cu128"])
-    assert problems[0].message == f"GET {CU128}/torch/ failed: timed out; the next index answered instead"
+    assert (
+        problems[0].message
+        == f"GET {CU128}/torch/ failed: timed out (nothing came for 15 s); the next index answered instead"
+    )
 
 
 @pytest.mark.parametrize(
@@ -441,24 +447,17 @@ class _CudaSession:
         "nvidia-cuda-runtime": ["13.0.96", "13.5.37", "13.6.0rc1"],
     }
 
-    def get(self, url: str, **kwargs: object) -> object:
+    def request(self, method: str, url: str, **kwargs: object) -> FakeResponse:
         name = url.rstrip("/").split("/")[-2]
         versions = self.VERSIONS.get(name)
 
-        class Answer:
-            status_code = 200 if versions else 404
-            headers: ClassVar[dict[str, str]] = {"Content-Type": "application/json"}
-            text = ""
+        def files(version: str) -> list[dict[str, object]]:
+            wheel = f"{name}-{version}-py3-none-manylinux_2_28_x86_64.whl"
+            return [{"filename": wheel, "requires_python": ">=3", "yanked": False}]
 
-            def json(self) -> object:
-                def files(version: str) -> list[dict[str, object]]:
-                    wheel = f"{name}-{version}-py3-none-manylinux_2_28_x86_64.whl"
-                    return [{"filename": wheel, "requires_python": ">=3", "yanked": False}]
-
-                releases = {v: files(v) for v in versions or []}
-                return {"info": {"name": name, "version": (versions or ["0"])[-1]}, "releases": releases}
-
-        return Answer()
+        releases = {v: files(v) for v in versions or []}
+        page = {"info": {"name": name, "version": (versions or ["0"])[-1]}, "releases": releases}
+        return FakeResponse(200 if versions else 404, json.dumps(page), {"Content-Type": "application/json"})
 
 
 def test_newer_cuda_releases_come_from_the_runtime_wheels() -> None:
@@ -468,7 +467,7 @@ def test_newer_cuda_releases_come_from_the_runtime_wheels() -> None:
 
     matrix = load_matrix(REFERENCE_MATRIX)
     session = _CudaSession()
-    findings, _ = check_matrix(matrix, session, envs=["gpu-nvidia-cu130"], pypi_url="http://pypi.invalid")  # type: ignore[arg-type]
+    findings, _ = check_matrix(matrix, session, envs=["gpu-nvidia-cu130"], pypi_url="http://pypi.invalid")
     cuda = [f for f in findings if f.name.startswith("CUDA")]
     assert [(f.env, f.current, f.latest) for f in cuda] == [("cuda-13-0", "13.0", "13.5")]
     assert cuda[0].key == "runtimes (a new entry beside runtimes.cuda-13-0)"
@@ -589,7 +588,7 @@ def test_a_local_index_on_disk(tmp_path: Path, matrix: Matrix) -> None:
     ],
 )
 def test_failures_are_one_short_line(error: str, reason: str) -> None:
-    from accelenv.upstream.indexes import short_reason
+    from accelenv.netio import short_reason
 
     assert short_reason(requests.ConnectionError(error)) == reason
 
@@ -597,7 +596,7 @@ def test_failures_are_one_short_line(error: str, reason: str) -> None:
 def test_a_cuda_line_the_matrix_has_is_never_news_whatever_env_is_chosen() -> None:
     """--env gpu-nvidia-cu128 used to report CUDA 12.x 12.8 -> 12.9 though the matrix has 12.9."""
     matrix = load_matrix(REFERENCE_MATRIX)
-    findings, _ = check_matrix(matrix, _CudaSession(), envs=["gpu-nvidia-cu128"], pypi_url="http://pypi.invalid")  # type: ignore[arg-type]
+    findings, _ = check_matrix(matrix, _CudaSession(), envs=["gpu-nvidia-cu128"], pypi_url="http://pypi.invalid")
     assert [(f.env, f.current, f.latest) for f in findings if f.name.startswith("CUDA")] == [
         ("cuda-13-0", "13.0", "13.5")
     ]

@@ -43,3 +43,23 @@ class WriteFailedError(AccelenvError):
     """A file could not be written (disk full, read-only, not permitted); nothing was changed."""
 
     exit_code: ClassVar[int] = 1
+
+
+class NetworkError(AccelenvError):
+    """A network exchange failed: the server could not be reached, or its answer was refused. The message names
+    the method and the URL (credentials redacted); `reason` is why alone (`connection refused`), for a caller that
+    names the URL itself. The clients turn it into their own failure values."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
+class DeadlineExceededError(NetworkError):
+    """An exchange (connecting, headers and body together) ran past its deadline: a server that trickles bytes."""
+
+
+class AnswerTooLargeError(NetworkError):
+    """An answer's body passed its size cap; accelenv stopped reading it and closed the connection."""

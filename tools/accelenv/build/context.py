@@ -5,12 +5,11 @@ base image and a hash of accelenv's source, it computes the Dockerfile, a one-en
 another environment does not rebuild this image), the content hash of everything that goes in, the fixed time the
 build stamps on every file, and the tags. `assemble` is the edge: it lays the context out on disk, downloads the
 locked wheels on the host with pip (which checks every hash and honours the host's proxy and CA configuration) and
-the locked .debs with requests (sha256 checked), so the build itself runs with the network off.
+the locked .debs through `accelenv.netio` (sha256 checked), so the build itself runs with the network off.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -31,11 +30,11 @@ from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
 
 if TYPE_CHECKING:
-    import threading
     from collections.abc import Mapping
 
     from accelenv.matrix import Environment, Matrix
-    from accelenv.plan.lock import OsLock
+    from accelenv.netio import Transport
+    from accelenv.plan.lock import OsLock, OsPackage
 
 
 class BuildError(AccelenvError):
@@ -243,78 +242,59 @@ MIN_RATE = 64 * 2**10  # bytes/s: a .deb arriving slower than this (beyond `time
 def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0, min_rate: float = MIN_RATE) -> None:
     """Download every .deb of the OS lock into `folder`, each checked against its size and sha256. A download
     that fails leaves no file behind. A URL's `user:password@` is not repeated in any message. `timeout` bounds
-    each read; a whole download may take `timeout` plus its size at `min_rate`, so a server that trickles bytes
-    cannot hold a build forever."""
-    import threading
-
-    import requests
-
-    from accelenv.host.redact import redact_text
+    connecting and each read; a whole download may take `timeout` plus its size at `min_rate` (its deadline in
+    `accelenv.netio`), so a server that trickles bytes cannot hold a build forever."""
+    from accelenv import netio
 
     folder.mkdir(parents=True, exist_ok=True)
-    for package in lock.packages:
-        url = redact_text(package.url)
-        if package.size > MAX_DEB:
+    with netio.session() as session:
+        for package in lock.packages:
+            _fetch_deb(session, package, folder, timeout=timeout, min_rate=min_rate)
+
+
+def _fetch_deb(session: Transport, package: OsPackage, folder: Path, *, timeout: float, min_rate: float) -> None:
+    from accelenv import netio
+    from accelenv.errors import AnswerTooLargeError, DeadlineExceededError, NetworkError
+    from accelenv.host.redact import redact_text
+
+    url = redact_text(package.url)
+    if package.size > MAX_DEB:
+        raise BuildError(
+            f"{url}: its lock says {package.size} bytes, more than the {MAX_DEB} accelenv downloads for one "
+            ".deb; check the lock (run accelenv lock again)"
+        )
+    target = folder / package.filename
+    digest = hashlib.sha256()
+    received = 0
+    limit = timeout + package.size / min_rate
+    bounds = netio.limits("a .deb", max_bytes=package.size, timeout=timeout, deadline=limit)
+    try:
+        with netio.stream(session, "GET", package.url, bounds) as answer:
+            if answer.status_code >= 400:
+                raise BuildError(f"cannot download {url}: HTTP {answer.status_code}")
+            with target.open("wb") as out:
+                for chunk in answer.chunks():
+                    received += len(chunk)
+                    digest.update(chunk)
+                    out.write(chunk)
+    except BaseException as error:
+        target.unlink(missing_ok=True)  # never a partial .deb in the build context
+        if isinstance(error, AnswerTooLargeError):
+            raise BuildError(f"{url} is larger than the {package.size} bytes its lock says") from None
+        if isinstance(error, DeadlineExceededError):
             raise BuildError(
-                f"{url}: its lock says {package.size} bytes, more than the {MAX_DEB} accelenv downloads for one "
-                ".deb; check the lock (run accelenv lock again)"
-            )
-        target = folder / package.filename
-        digest = hashlib.sha256()
-        received = 0
-        limit = timeout + package.size / min_rate
-        expired = threading.Event()
-        try:
-            with requests.get(package.url, stream=True, timeout=timeout) as response:
-                response.raise_for_status()
-                watchdog = threading.Timer(limit, _cut_off, args=(response, expired))
-                watchdog.daemon = True
-                watchdog.start()
-                try:
-                    with target.open("wb") as out:
-                        for chunk in response.iter_content(chunk_size=1 << 20):
-                            received += len(chunk)
-                            if received > package.size:
-                                raise BuildError(f"{url} is larger than the {package.size} bytes its lock says")
-                            digest.update(chunk)
-                            out.write(chunk)
-                finally:
-                    watchdog.cancel()
-            if expired.is_set():  # the cut-off socket read as the end of the body
-                raise requests.ConnectionError("cut off")
-        except BaseException as error:
-            target.unlink(missing_ok=True)  # never a partial .deb in the build context
-            if expired.is_set():
-                raise BuildError(
-                    f"cannot download {url}: {received} of {package.size} bytes after {limit:.0f} s, slower than "
-                    f"{min_rate / 2**10:.0f} KiB/s; try again, or another mirror of the archive"
-                ) from error
-            if isinstance(error, requests.RequestException):
-                raise BuildError(f"cannot download {url}: {redact_text(str(error))}") from error
-            raise
-        if received != package.size or digest.hexdigest() != package.sha256:
-            target.unlink()
-            raise BuildError(
-                f"{url}: got {received} bytes with sha256 {digest.hexdigest()}, the lock says {package.size} "
-                f"bytes with sha256 {package.sha256}; the archive changed or the download was tampered with"
-            )
-
-
-def _cut_off(response: Any, expired: threading.Event) -> None:
-    """Past a download's deadline: shut its socket down, which wakes the read blocked on it (closing would not)."""
-    import socket
-
-    expired.set()
-    # the socket: the connection's while it is kept alive; once http.client hands the connection to the response
-    # (the server closes after the body), only the response's file reaches it
-    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
-    for sock in (
-        getattr(getattr(response.raw, "connection", None), "sock", None),
-        getattr(getattr(fp, "raw", None), "_sock", None),
-    ):
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+                f"cannot download {url}: {received} of {package.size} bytes after {limit:.0f} s, slower than "
+                f"{min_rate / 2**10:.0f} KiB/s; try again, or another mirror of the archive"
+            ) from None
+        if isinstance(error, NetworkError):
+            raise BuildError(f"cannot download {url}: {error.reason}") from None
+        raise
+    if received != package.size or digest.hexdigest() != package.sha256:
+        target.unlink()
+        raise BuildError(
+            f"{url}: got {received} bytes with sha256 {digest.hexdigest()}, the lock says {package.size} "
+            f"bytes with sha256 {package.sha256}; the archive changed or the download was tampered with"
+        )
 
 
 def assemble(plan: BuildPlan, context: Path, *, source: Path, timeout: float = 1800.0) -> None:

@@ -477,11 +477,10 @@ class DockerEngine:
         """`remote` (registry/repository:tag) as one OCI image index over the images pushed under
         `platform_tags` (platform -> tag): (its digest, whether it was written). Through the registry API, since the
         engine cannot make an index (`build.index`)."""
-        import requests
-
+        from accelenv import netio
         from accelenv.build.index import publish_index
 
-        with requests.Session() as session:
+        with netio.session() as session:
             return publish_index(session, remote, platform_tags)
 
 

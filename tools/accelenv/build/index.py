@@ -9,8 +9,8 @@ each pushed manifest's digest, size and media type, builds the index, and PUTs i
 under that tag already lists exactly these manifests.
 
 `plan_index` is pure; `publish_index` talks to the registry, with token authentication (Docker Hub, NGC, Harbor)
-and the credentials `docker login` saved in ~/.docker/config.json. Every answer is bounded in size; every
-request has a timeout.
+and the credentials `docker login` saved in ~/.docker/config.json. Every exchange goes through `accelenv.netio`:
+bounded in size, with a timeout for each read and a deadline for the whole.
 """
 
 from __future__ import annotations
@@ -22,21 +22,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from accelenv.build.engine import EngineError
 from accelenv.build.platforms import CONFIG_ARCHITECTURES
-from accelenv.upstream.pin import (
-    MANIFEST_TYPES,
-    MAX_MANIFEST,
-    MAX_TOKEN_ANSWER,
-    ImageName,
-    _bounded_body,
-    parse_reference,
-)
+from accelenv.upstream.pin import MANIFEST_TYPES, MAX_MANIFEST, MAX_TOKEN_ANSWER, ImageName, parse_reference
 
 if TYPE_CHECKING:
-    from requests import Session
+    from accelenv.netio import Answer, Transport
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
@@ -83,9 +76,10 @@ def listed_digests(body: bytes) -> set[str] | None:
 
 
 class Registry:
-    """The OCI distribution API of one repository, for reading manifests and writing an index."""
+    """The OCI distribution API of one repository, for reading manifests and writing an index. `timeout` bounds
+    connecting and each read; each exchange may take `netio.DEADLINE_FACTOR` times that."""
 
-    def __init__(self, session: Session, name: ImageName, *, timeout: float = 30.0) -> None:
+    def __init__(self, session: Transport, name: ImageName, *, timeout: float = 30.0) -> None:
         self._session = session
         self._name = name
         self._timeout = timeout
@@ -94,45 +88,50 @@ class Registry:
     def _url(self, reference: str) -> str:
         return f"{self._name.base_url}/v2/{self._name.repository}/manifests/{reference}"
 
-    def _request(self, method: str, reference: str, **kwargs: Any) -> Any:
-        import requests
+    def _request(self, method: str, reference: str, *, headers: dict[str, str], data: bytes | None = None) -> Answer:
+        """One exchange about the manifest under `reference`, authorised when the registry asks (once)."""
+        url = self._url(reference)
+        answer = self._exchange(method, url, "a manifest", headers={**headers, **self._auth}, data=data)
+        if answer.status_code == 401 and not self._auth:
+            self._auth = self._authorise(answer.headers.get("WWW-Authenticate", ""))
+            answer = self._exchange(method, url, "a manifest", headers={**headers, **self._auth}, data=data)
+        return answer
 
-        headers = {**kwargs.pop("headers", {}), **self._auth}
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        what: str,
+        *,
+        max_bytes: int = MAX_MANIFEST,
+        headers: dict[str, str],
+        data: bytes | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Answer:
+        """One exchange within this registry's limits (a manifest, or a token answer); a failure as an EngineError."""
+        from accelenv import netio
+        from accelenv.errors import NetworkError
+
+        bounds = netio.limits(what, max_bytes=max_bytes, timeout=self._timeout)
         try:
-            response = self._session.request(
-                method, self._url(reference), headers=headers, timeout=self._timeout, stream=True, **kwargs
-            )
-            if response.status_code == 401 and not self._auth:
-                response.close()
-                self._auth = self._authorise(response.headers.get("WWW-Authenticate", ""))
-                headers.update(self._auth)
-                response = self._session.request(
-                    method, self._url(reference), headers=headers, timeout=self._timeout, stream=True, **kwargs
-                )
-        except requests.RequestException as error:
-            raise EngineError(f"{self._name.registry} cannot be reached: {type(error).__name__}") from error
-        return response
+            return netio.exchange(self._session, method, url, bounds, headers=headers, data=data, params=params)
+        except NetworkError as error:  # unreachable, too slow, too large: the message says which and where
+            raise EngineError(str(error)) from None
 
     def manifest(self, reference: str) -> tuple[str, str, bytes] | None:
         """(media type, digest, body) of the manifest under `reference`, or None when the registry has none."""
         response = self._request("GET", reference, headers={"Accept": MANIFEST_TYPES})
         if response.status_code == 404:
-            response.close()
             return None
         if response.status_code != 200:
-            response.close()
             raise EngineError(f"{self._name.registry} answered {response.status_code} for {self._where(reference)}")
-        body = _bounded_body(response, MAX_MANIFEST)
-        if body is None:
-            raise EngineError(f"{self._where(reference)}: a manifest over {MAX_MANIFEST // 2**20} MiB")
-        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
         media_type = response.headers.get("Content-Type", "").split(";")[0].strip()
-        return media_type, digest, body
+        return media_type, digest, response.body
 
     def put_index(self, tag: str, body: bytes) -> str:
         """PUT the index under `tag`; its digest."""
         response = self._request("PUT", tag, data=body, headers={"Content-Type": OCI_INDEX})
-        response.close()
         if response.status_code not in (200, 201):
             raise EngineError(
                 f"{self._name.registry} refused the index for {self._where(tag)} ({response.status_code}): log in "
@@ -160,10 +159,11 @@ class Registry:
             raise EngineError(f"{self._name.registry} sent a token challenge without a usable realm")
         params.setdefault("scope", f"repository:{self._name.repository}:pull,push")
         headers = {"Authorization": f"Basic {saved}"} if saved else {}
-        response = self._session.get(realm, params=params, headers=headers, timeout=self._timeout, stream=True)
-        body = _bounded_body(response, MAX_TOKEN_ANSWER)
+        response = self._exchange(
+            "GET", realm, "a token answer", max_bytes=MAX_TOKEN_ANSWER, headers=headers, params=params
+        )
         try:
-            data = json.loads(body or b"") if response.status_code == 200 else None
+            data = response.json() if response.status_code == 200 else None
         except ValueError:
             data = None
         token = (data.get("token") or data.get("access_token")) if isinstance(data, dict) else None
@@ -198,7 +198,7 @@ def _saved_auth(registry: str) -> str | None:
 
 
 def publish_index(
-    session: Session, remote: str, platform_tags: dict[str, str], *, timeout: float = 30.0
+    session: Transport, remote: str, platform_tags: dict[str, str], *, timeout: float = 30.0
 ) -> tuple[str, bool]:
     """Publish `remote` (registry/repository:tag) as the index over the images pushed under `platform_tags`
     (platform -> tag in the same repository). (the index digest, whether it was written): an index that lists the

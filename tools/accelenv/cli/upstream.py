@@ -27,14 +27,13 @@ def outdated_arguments(p: argparse.ArgumentParser) -> None:
 def outdated(args: argparse.Namespace, out: TextIO) -> int:
     import os
 
-    import requests
-
+    from accelenv import netio
     from accelenv.upstream.outdated import as_json, check_matrix, render_github, render_table
     from accelenv.upstream.settings import read_index_settings
 
     matrix = matrix_of(args)
     settings = read_index_settings(os.environ)
-    with requests.Session() as session:
+    with netio.session() as session:
         found, problems = check_matrix(
             matrix, session, envs=args.env or None, prereleases=args.prereleases, settings=settings
         )
@@ -60,8 +59,7 @@ def pin_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def pin(args: argparse.Namespace, out: TextIO) -> int:
-    import requests
-
+    from accelenv import netio
     from accelenv.upstream.pin import pin as pin_images
 
     matrix = matrix_of(args)
@@ -69,7 +67,7 @@ def pin(args: argparse.Namespace, out: TextIO) -> int:
     unknown = [r for r in args.runtimes if r not in matrix.runtimes]
     if unknown:
         raise UsageError(f"no runtime {', '.join(unknown)}; runtimes are: {', '.join(matrix.runtimes)}")
-    with requests.Session() as session:
+    with netio.session() as session:
         try:
             results = pin_images(matrix, path, session, runtimes=args.runtimes, check=args.check, refresh=args.refresh)
         except ValueError as error:
@@ -115,9 +113,7 @@ def refresh_arguments(p: argparse.ArgumentParser) -> None:
 def refresh(args: argparse.Namespace, out: TextIO) -> int:
     import os
 
-    import requests
-
-    from accelenv import changeset
+    from accelenv import changeset, netio
     from accelenv.fileio import read_text
     from accelenv.matrix.edit import diff
     from accelenv.matrix.load import load_matrix
@@ -138,7 +134,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     text = read_text(path, what="matrix")
     matrix = load_matrix(path, use_cache=False)
     settings = read_index_settings(os.environ)
-    with requests.Session() as session:
+    with netio.session() as session:
         found, problems = check_matrix(matrix, session, envs=args.env or None, settings=settings)
         client = IndexClient(session)
         lines: dict[str, TpuLine] = {}

@@ -123,7 +123,7 @@ def feed_releases(
             continue
         url: str = getattr(urls, attr)
         name = f"{label} release feed"
-        text = client.text(url)
+        text = client.text(url, max_bytes=MAX_FEED, what="a release feed")
         if isinstance(text, _Failure):
             out.append(Problem(env=family, name=name, index=url, message=text.message))
             continue

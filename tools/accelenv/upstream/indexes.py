@@ -1,17 +1,17 @@
 """Package indexes as accelenv reads them: PyPI's JSON API and the simple API (PEP 691 JSON, PEP 503 HTML).
 
-`IndexClient` is the edge: one GET per (index, project), through a session it is given (a `requests.Session`,
-or a fake in tests), every failure turned into a `_Failure` with one line of reason, never an exception. The
-parsers are pure: an answer in, the releases that are not wholly yanked out, each with its Requires-Python.
+`IndexClient` is the edge: one GET per (index, project), through `accelenv.netio` and the session it is given (a
+`requests.Session`, or a fake in tests), each bounded in time and size, every failure turned into a `_Failure` with
+one line of reason, never an exception. The parsers are pure: an answer in, the releases that are not wholly
+yanked out, each with its Requires-Python.
 """
 
 from __future__ import annotations
 
 import html.parser
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
@@ -24,8 +24,12 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from accelenv.host.redact import redact_text
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+
+    from accelenv.netio import Answer, Transport
 
 PYPI_URL = "https://pypi.org"
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -35,6 +39,9 @@ _SIMPLE_ACCEPT = f"{SIMPLE_JSON}, application/vnd.pypi.simple.v1+html;q=0.2, tex
 # download.pytorch.org (an S3 bucket behind a CDN) may answer 403 rather than 404 for a project it does not host;
 # there, a 403 means "not here" and the next index is asked. Anywhere else a 403 is a problem to report.
 _FORBIDDEN_MEANS_MISSING = frozenset({"download.pytorch.org"})
+# An index page or a JSON document: PyPI's JSON for a project of thousands of releases is a few MiB, a PEP 503
+# page of every nightly wheel some tens; past this an answer is refused, not read on (it once took 1.8 GiB).
+MAX_PAGE = 64 * 2**20
 
 # ---- what an index says ------------------------------------------------------------------------------------------
 
@@ -148,22 +155,6 @@ def _file_version(filename: str, project: str) -> str | None:
 # ---- asking the indexes (the edge) -------------------------------------------------------------------------------
 
 
-class Response(Protocol):
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-    @property
-    def text(self) -> str: ...
-    def json(self) -> Any: ...
-
-
-class Session(Protocol):
-    """What `IndexClient` needs of a `requests.Session`; tests pass a fake."""
-
-    def get(self, url: str, *, headers: Mapping[str, str], timeout: float) -> Response: ...
-
-
 @dataclass(frozen=True)
 class _Failure:
     message: str
@@ -171,9 +162,10 @@ class _Failure:
 
 class IndexClient:
     """Asks indexes for a project's releases, once per (index, project): PyPI through its JSON API at `pypi_url`,
-    any other index through the simple API (PEP 691 JSON, or PEP 503 HTML when that is what comes back)."""
+    any other index through the simple API (PEP 691 JSON, or PEP 503 HTML when that is what comes back).
+    `timeout` bounds connecting and each read; a whole exchange may take `netio.DEADLINE_FACTOR` times that."""
 
-    def __init__(self, session: Session, *, pypi_url: str = PYPI_URL, timeout: float = 15.0) -> None:
+    def __init__(self, session: Transport, *, pypi_url: str = PYPI_URL, timeout: float = 15.0) -> None:
         self.session = session
         self.pypi_url = pypi_url.rstrip("/")
         self.timeout = timeout
@@ -192,7 +184,7 @@ class IndexClient:
         headers = {"Accept": "application/json"} if pypi else {"Accept": _SIMPLE_ACCEPT}
         if index.startswith("file:"):
             return _local_index(index, project)
-        response = self._get(url, headers["Accept"])
+        response = self._get(url, headers["Accept"], "an index page")
         if isinstance(response, _Failure):
             return response
         status = response.status_code
@@ -208,20 +200,20 @@ class IndexClient:
                 return parse_simple_json(response.json(), project=project, index=index)
             return parse_simple_html(response.text, project=project, index=index)
         except (ValueError, UnusableAnswer) as error:  # json.JSONDecodeError is a ValueError
-            return _Failure(f"GET {url} answered something unreadable: {short_reason(error)}")
+            return _Failure(f"GET {redact_text(url)} answered something unreadable: {_one_line(error)}")
 
-    def text(self, url: str) -> str | _Failure:
-        """A text document from `url` (a README), or why it could not be had."""
-        response = self._get(url, "text/plain, */*")
+    def text(self, url: str, *, max_bytes: int = MAX_PAGE, what: str = "a document") -> str | _Failure:
+        """A text document from `url` (a README, a feed), or why it could not be had."""
+        response = self._get(url, "text/plain, */*", what, max_bytes)
         if isinstance(response, _Failure):
             return response
         if response.status_code != 200:
             return _status_failure(url, response)
         return response.text
 
-    def json(self, url: str) -> object | _Failure:
+    def json(self, url: str, *, max_bytes: int = MAX_PAGE, what: str = "a JSON document") -> object | _Failure:
         """A JSON document from `url` (a release manifest, an API answer), or why it could not be had."""
-        response = self._get(url, "application/json")
+        response = self._get(url, "application/json", what, max_bytes)
         if isinstance(response, _Failure):
             return response
         if response.status_code != 200:
@@ -229,25 +221,30 @@ class IndexClient:
         try:
             data: object = response.json()
         except ValueError as error:
-            return _Failure(f"GET {url} answered something unreadable: {short_reason(error)}")
+            return _Failure(f"GET {redact_text(url)} answered something unreadable: {_one_line(error)}")
         return data
 
-    def _get(self, url: str, accept: str) -> Response | _Failure:
-        """One GET with this client's timeout; a connection failure or timeout as a _Failure naming the URL."""
+    def _get(self, url: str, accept: str, what: str, max_bytes: int = MAX_PAGE) -> Answer | _Failure:
+        """One GET within this client's limits; a failure (unreachable, too slow, too large) as a _Failure."""
+        from accelenv import netio
+        from accelenv.errors import NetworkError
+
+        bounds = netio.limits(what, max_bytes=max_bytes, timeout=self.timeout)
         try:
-            return self.session.get(url, headers={"Accept": accept}, timeout=self.timeout)
-        except OSError as error:  # requests' ConnectionError and Timeout are OSErrors too
-            return _Failure(f"GET {url} failed: {short_reason(error)}")
+            return netio.exchange(self.session, "GET", url, bounds, headers={"Accept": accept})
+        except NetworkError as error:
+            return _Failure(str(error))
 
 
-def _status_failure(url: str, response: Response) -> _Failure:
+def _status_failure(url: str, response: Answer) -> _Failure:
     """Why a GET that answered something other than 200 gives nothing: a rate limit says when to retry."""
     status = response.status_code
+    shown = redact_text(url)
     if status == 429:
         wait = response.headers.get("Retry-After")
         after = f"; the index asks to retry after {wait} s" if wait else ""
-        return _Failure(f"GET {url} was rate limited (HTTP 429){after}")
-    return _Failure(f"GET {url} answered HTTP {status}")
+        return _Failure(f"GET {shown} was rate limited (HTTP 429){after}")
+    return _Failure(f"GET {shown} answered HTTP {status}")
 
 
 _MAX_LOCAL_PAGE = 16 * 1024 * 1024
@@ -276,25 +273,8 @@ def _local_index(index: str, project: str) -> Releases | _Failure | None:
     return _collect([(name, None, False) for name in names], project=project, index=index, listed=None)
 
 
-_REASONS = (
-    (
-        re.compile(r"NameResolution|Name or service not known|Failed to resolve|nodename nor servname|getaddrinfo"),
-        "cannot resolve the host name",
-    ),
-    (re.compile(r"Connection refused|ECONNREFUSED"), "connection refused"),
-    (re.compile(r"timed out|Timeout", re.IGNORECASE), "timed out"),
-    (re.compile(r"CERTIFICATE|SSLError|SSL:", re.IGNORECASE), "TLS error (certificate or handshake)"),
-    (re.compile(r"ProxyError|Tunnel connection failed"), "the proxy refused or failed"),
-    (re.compile(r"Network is unreachable|No route to host"), "network unreachable"),
-    (re.compile(r"Connection reset|RemoteDisconnected|Connection aborted"), "connection reset"),
-)
-
-
-def short_reason(error: BaseException) -> str:
-    """One short line for a failed request: what happened, not the client library's nested repr."""
+def _one_line(error: BaseException) -> str:
+    """The first line of why an answer could not be read, at most 120 characters."""
     text = str(error).strip() or type(error).__name__
-    for pattern, reason in _REASONS:
-        if pattern.search(text):
-            return reason
     first = text.splitlines()[0]
     return first if len(first) <= 120 else first[:117] + "..."

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from accelenv.upstream.indexes import IndexClient
 
 NVIDIA_RELEASES_URL = "https://docs.nvidia.com/datacenter/tesla/drivers/releases.json"
+MAX_RELEASES = 8 * 1024 * 1024  # some hundred KiB today
 SUPPORTED = ("lts branch", "production branch")
 _BRANCH = re.compile(r"\A[0-9]{3,4}\Z")
 
@@ -81,7 +82,7 @@ def driver_branch_news(
     floors = [(r.driver.min, r) for r in runtimes if r.driver.min is not None]
     if not floors:
         return []
-    data = client.json(url)
+    data = client.json(url, max_bytes=MAX_RELEASES, what="NVIDIA's releases.json")
     if isinstance(data, _Failure):
         return [Problem(env="nvidia", name="NVIDIA driver branches", index=url, message=data.message)]
     try:

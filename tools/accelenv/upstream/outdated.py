@@ -27,7 +27,6 @@ from accelenv.upstream.indexes import (
     PYPI_URL,
     IndexClient,
     Releases,
-    Session,
     _Failure,
 )
 from accelenv.upstream.settings import IndexSettings, Strategy
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
 
     from accelenv.matrix.model import Environment, Matrix, Runtime
+    from accelenv.netio import Transport
 
 RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
     {
@@ -66,6 +66,7 @@ NEURON_MANIFEST_URL = (
 )
 NVIDIA_TAGS_URL = "https://api.github.com/repos/NVIDIA/open-gpu-kernel-modules/tags?per_page=100"
 NVIDIA_README_URL = "https://raw.githubusercontent.com/NVIDIA/open-gpu-kernel-modules/{tag}/README.md"
+MAX_SOURCE = 8 * 1024 * 1024  # the release manifest, the tag list, the README: some hundred KiB today
 
 
 # ---- the pure core ----------------------------------------------------------------------------------------------
@@ -194,21 +195,23 @@ class _Pin:
 
 def check_matrix(
     matrix: Matrix,
-    session: Session,
+    session: Transport,
     *,
     envs: Collection[str] | None = None,
     prereleases: bool = False,
     pypi_url: str = PYPI_URL,
     settings: IndexSettings | None = None,
     sources: ReleaseSourceUrls | None = None,
+    timeout: float = 15.0,
 ) -> tuple[list[Finding], list[Problem]]:
     """Every pinned package of the chosen environments (all by default), their runtimes' releases where a
     machine-readable source exists, against the indexes each environment installs from in the resolver's order
     (`settings`: this machine's pip or uv index settings; default PyPI alone). An index that cannot be asked is
-    a `Problem` and the next one is asked; what it would have answered is said to be unknown. Raises
+    a `Problem` and the next one is asked; what it would have answered is said to be unknown. `timeout` bounds
+    connecting and each read of every source; a whole exchange may take `netio.DEADLINE_FACTOR` times that. Raises
     `UsageError` only for an unknown env id."""
     settings = settings or IndexSettings()
-    client = IndexClient(session, pypi_url=pypi_url)
+    client = IndexClient(session, pypi_url=pypi_url, timeout=timeout)
     findings: list[Finding] = []
     problems: list[Problem] = []
     chosen = _choose(matrix, envs)
@@ -351,7 +354,7 @@ def _rocm_releases(
     for major in sorted({v.major for v, _ in runtimes} | set(range(top_major + 1, top_major + 5))):
         project = f"jax-rocm{major}-plugin"
         url = f"{client.pypi_url}/pypi/{project}/json"
-        data = client.json(url)
+        data = client.json(url, what="a PyPI project page")
         if isinstance(data, _Failure):
             if "HTTP 404" not in data.message:
                 out.append(Problem(env="amd", name=project, index=PYPI_SIMPLE, message=data.message))
@@ -432,7 +435,8 @@ def _cuda_build(client: IndexClient, name: str, version: str) -> str | None:
     """The CUDA release a PyPI wheel requires (cuda-toolkit==13.2.2, nvidia-cuda-runtime-cu12==12.8.90), if any."""
     requires = None
     for url in (f"{client.pypi_url}/pypi/{name}/json", f"{client.pypi_url}/pypi/{name}/{version}/json"):
-        data = client.json(url)  # the project's page describes its newest release; older ones have their own
+        # the project's page describes its newest release; older ones have their own
+        data = client.json(url, what="a PyPI project page")
         info = data.get("info") if isinstance(data, dict) else None
         if isinstance(info, dict) and str(info.get("version")) == version:
             requires = info.get("requires_dist")
@@ -469,7 +473,7 @@ def _neuron_releases(
     if not _uses(matrix, chosen, "neuron"):
         return []
     runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == "neuron" and r.version is not None]
-    data = client.json(urls.neuron_manifest)
+    data = client.json(urls.neuron_manifest, max_bytes=MAX_SOURCE, what="a release manifest")
     if isinstance(data, _Failure) and data.message.endswith("HTTP 404"):
         return []  # nothing there: a source that says nothing, as an index without the project
     if isinstance(data, _Failure):
@@ -508,7 +512,7 @@ def _nvidia_devices(
     if not _uses(matrix, chosen, "nvidia"):
         return []
     source = "NVIDIA open kernel modules"
-    tags = client.json(urls.nvidia_tags)
+    tags = client.json(urls.nvidia_tags, max_bytes=MAX_SOURCE, what="a tag list")
     if isinstance(tags, _Failure) and tags.message.endswith("HTTP 404"):
         return []  # nothing there: a source that says nothing, as an index without the project
     if isinstance(tags, _Failure):
@@ -524,7 +528,7 @@ def _nvidia_devices(
         return [Problem(env="nvidia", name=source, index=urls.nvidia_tags, message="no release tags in the answer")]
     newest_tag = max(releases)[1]
     url = urls.nvidia_readme.format(tag=newest_tag)
-    readme = client.text(url)
+    readme = client.text(url, max_bytes=MAX_SOURCE, what="a README")
     if isinstance(readme, _Failure):
         return [Problem(env="nvidia", name=source, index=url, message=readme.message)]
     known = {d.lower() for sku in matrix.skus.values() if sku.family == "nvidia" for d in sku.pci_device_ids}

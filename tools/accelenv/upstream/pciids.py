@@ -123,7 +123,7 @@ def pci_id_news(
     if cited is None:
         message = "[sources.pci-ids] names no release (YYYY.MM.DD) in its title, so nothing says what was reviewed"
         return [Problem(env="pci-ids", name="pci.ids", index=url, message=message)]
-    text = client.text(url)
+    text = client.text(url, max_bytes=MAX_PCI_IDS, what="pci.ids")
     if isinstance(text, _Failure):
         return [Problem(env="pci-ids", name="pci.ids", index=url, message=text.message)]
     try:

@@ -9,7 +9,6 @@ layout stay, and the whole file is validated before it is written atomically.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,9 +21,8 @@ from accelenv.matrix import validate_text
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from requests import Session
-
     from accelenv.matrix import Matrix
+    from accelenv.netio import Answer, Limits, Transport
 
 MANIFEST_TYPES = ", ".join(
     [
@@ -70,38 +68,36 @@ class Resolved:
     problem: str | None
 
 
-def resolve_digest(session: Session, image: ImageName, *, timeout: float = 10.0) -> tuple[str | None, str | None]:
-    """(digest, None) or (None, problem). Never raises."""
-    import requests
+def resolve_digest(session: Transport, image: ImageName, *, timeout: float = 10.0) -> tuple[str | None, str | None]:
+    """(digest, None) or (None, problem). Never raises. `timeout` bounds connecting and each read; each exchange
+    may take `netio.DEADLINE_FACTOR` times that."""
+    from accelenv import netio
+    from accelenv.errors import NetworkError
 
     url = f"{image.base_url}/v2/{image.repository}/manifests/{image.tag}"
     headers = {"Accept": MANIFEST_TYPES}
+    manifest = netio.limits("a manifest", max_bytes=MAX_MANIFEST, timeout=timeout)
     try:
-        response = session.request("HEAD", url, headers=headers, timeout=timeout)
+        response = netio.exchange(session, "HEAD", url, manifest, headers=headers)
         if response.status_code == 401:
-            token, problem = _token(session, response.headers.get("WWW-Authenticate", ""), image, timeout)
+            token_limits = netio.limits("a token answer", max_bytes=MAX_TOKEN_ANSWER, timeout=timeout)
+            token, problem = _token(session, response.headers.get("WWW-Authenticate", ""), image, token_limits)
             if problem:
                 return None, problem
             headers["Authorization"] = f"Bearer {token}"
-            response = session.request("HEAD", url, headers=headers, timeout=timeout)
+            response = netio.exchange(session, "HEAD", url, manifest, headers=headers)
         digest = response.headers.get("Docker-Content-Digest")
         if response.status_code == 200 and not digest:  # some registries answer HEAD without it
-            response = session.request("GET", url, headers=headers, timeout=timeout, stream=True)
+            response = netio.exchange(session, "GET", url, manifest, headers=headers)
             digest = response.headers.get("Docker-Content-Digest")
             if response.status_code == 200 and not digest:
-                body = _bounded_body(response, MAX_MANIFEST)
-                if body is None:
-                    return None, f"{image.registry} answered with a manifest over {MAX_MANIFEST // 2**20} MiB"
-                digest = "sha256:" + hashlib.sha256(body).hexdigest()
-            response.close()
-    except requests.Timeout:
-        return None, f"{image.registry} did not answer within {timeout:g} s"
-    except requests.RequestException as error:
-        return None, f"{image.registry} cannot be reached: {type(error).__name__}"
+                digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
+    except NetworkError as error:  # unreachable, too slow, too large: the message says which and where
+        return None, str(error)
     return _outcome(response, digest, image)
 
 
-def _outcome(response: Any, digest: str | None, image: ImageName) -> tuple[str | None, str | None]:
+def _outcome(response: Answer, digest: str | None, image: ImageName) -> tuple[str | None, str | None]:
     status = response.status_code
     if status == 200 and digest and DIGEST.fullmatch(digest):
         return digest, None
@@ -117,8 +113,10 @@ def _outcome(response: Any, digest: str | None, image: ImageName) -> tuple[str |
     return None, f"{image.registry} answered {status}"
 
 
-def _token(session: Session, challenge: str, image: ImageName, timeout: float) -> tuple[str | None, str | None]:
-    """A bearer token for pulling `image`, from the realm the registry's challenge names."""
+def _token(session: Transport, challenge: str, image: ImageName, bounds: Limits) -> tuple[str | None, str | None]:
+    """A bearer token for pulling `image`, from the realm the registry's challenge names. Raises `NetworkError`."""
+    from accelenv import netio
+
     if not challenge.lower().startswith("bearer"):
         return (
             None,
@@ -129,34 +127,18 @@ def _token(session: Session, challenge: str, image: ImageName, timeout: float) -
     if not realm:
         return None, f"{image.registry} sent a token challenge without a realm"
     params.setdefault("scope", f"repository:{image.repository}:pull")
-    response = session.get(realm, params=params, timeout=timeout, stream=True)
+    response = netio.exchange(session, "GET", realm, bounds, params=params)
     service = f"the token service of {image.registry}"
     if response.status_code != 200:
         return None, f"{service} answered {response.status_code}"
-    body = _bounded_body(response, MAX_TOKEN_ANSWER)
-    if body is None:
-        return None, f"{service} answered with more than {MAX_TOKEN_ANSWER // 1024} KiB"
     try:
-        data = json.loads(body)
+        data = response.json()
     except ValueError:
         return None, f"{service} answered something that is not JSON"
     token = (data.get("token") or data.get("access_token")) if isinstance(data, dict) else None
     if not isinstance(token, str) or not token:
         return None, f"{service} returned no token (expected a JSON object with a 'token' string)"
     return token, None
-
-
-def _bounded_body(response: Any, limit: int) -> bytes | None:
-    """The body of a streamed response, read while it comes; None once it passes `limit` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_content(chunk_size=65536):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            response.close()
-            return None
-    return b"".join(chunks)
 
 
 # ---------------------------------------------------------------------------------------------------- plan
@@ -188,7 +170,7 @@ class PinResult:
 
 
 def pin(
-    matrix: Matrix, path: Path, session: Session, *, runtimes: list[str] | None, check: bool, refresh: bool
+    matrix: Matrix, path: Path, session: Transport, *, runtimes: list[str] | None, check: bool, refresh: bool
 ) -> list[PinResult]:
     """Pin (or with `check`, compare) every base image in scope. The registries are asked first, without holding
     anything; then the matrix is read again under its lock, the digests go into that text (an entry someone

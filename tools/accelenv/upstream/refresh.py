@@ -257,9 +257,11 @@ def tpu_line(client: IndexClient, jax_version: str) -> TpuLine | str:
     0.0.50.1), from the index's metadata; or why it cannot be said."""
     from packaging.version import InvalidVersion, Version
 
-    from accelenv.upstream.indexes import PYPI_SIMPLE, Releases
+    from accelenv.upstream.indexes import PYPI_SIMPLE, Releases, _Failure
 
     data = client.json(f"{client.pypi_url}/pypi/jax/json")
+    if isinstance(data, _Failure):  # unreachable, too slow, too large, not JSON: the message says which
+        return data.message
     info = data.get("info") if isinstance(data, dict) else None
     if not isinstance(info, dict) or str(info.get("version")) != jax_version:
         return f"PyPI's jax page does not describe jax {jax_version}"
@@ -272,7 +274,7 @@ def tpu_line(client: IndexClient, jax_version: str) -> TpuLine | str:
         return f"jax {jax_version} names no libtpu in its [tpu] extra"
     releases = client.releases(PYPI_SIMPLE, "libtpu")
     if not isinstance(releases, Releases):
-        return "libtpu's releases could not be read"
+        return releases.message if isinstance(releases, _Failure) else "PyPI has no libtpu"
     base, wildcard = prefix
     chosen: Version | None = None
     for text in releases.versions:

@@ -11,7 +11,6 @@ moves, and when AMD publishes a `rocm/pytorch` image for a ROCm line the matrix 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,11 +19,11 @@ from urllib.parse import urlencode, urljoin
 from packaging.version import InvalidVersion, Version
 
 from accelenv.upstream.outdated import Finding, Problem
-from accelenv.upstream.pin import parse_reference
+from accelenv.upstream.pin import MAX_TOKEN_ANSWER, parse_reference
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Environment, Matrix
-    from accelenv.upstream.indexes import Response, Session
+    from accelenv.netio import Answer, Limits, Transport
 
 MAX_PAGES = 200  # pages of 1000: nvidia/cuda and rocm/pytorch have thousands of tags
 MAX_PAGE = 4 * 1024 * 1024
@@ -82,9 +81,14 @@ class _Unlisted(Exception):
     """The registry's tag list could not be had; the message says why."""
 
 
-def list_tags(session: Session, repository: str, *, timeout: float = 15.0) -> list[str]:
-    """Every tag of `repository` (`nvidia/cuda`, `host:5000/a/b`), following the registry's pages. Raises
-    `_Unlisted` with the reason."""
+def list_tags(session: Transport, repository: str, *, timeout: float = 15.0) -> list[str]:
+    """Every tag of `repository` (`nvidia/cuda`, `host:5000/a/b`), following the registry's pages. `timeout` bounds
+    connecting and each read; each page may take `netio.DEADLINE_FACTOR` times that. Raises `_Unlisted` with the
+    reason."""
+    from accelenv import netio
+
+    page_limits = netio.limits("a tag list page", max_bytes=MAX_PAGE, timeout=timeout)
+    token_limits = netio.limits("a token answer", max_bytes=MAX_TOKEN_ANSWER, timeout=timeout)
     image = parse_reference(repository, "latest")
     url: str | None = f"{image.base_url}/v2/{image.repository}/tags/list?n=1000"
     headers = {"Accept": "application/json"}
@@ -92,16 +96,14 @@ def list_tags(session: Session, repository: str, *, timeout: float = 15.0) -> li
     for _ in range(MAX_PAGES):
         if url is None:
             return tags
-        response = _get(session, url, headers, timeout)
+        response = _get(session, url, headers, page_limits)
         if response.status_code == 401:
-            headers["Authorization"] = "Bearer " + _token(session, response, image.repository, timeout)
-            response = _get(session, url, headers, timeout)
+            headers["Authorization"] = "Bearer " + _token(session, response, image.repository, token_limits)
+            response = _get(session, url, headers, page_limits)
         if response.status_code != 200:
             raise _Unlisted(f"GET {url} answered HTTP {response.status_code}")
-        if len(response.text) > MAX_PAGE:
-            raise _Unlisted(f"GET {url} answered more than {MAX_PAGE // (1024 * 1024)} MiB")
         try:
-            data = json.loads(response.text)
+            data = response.json()
         except ValueError:
             raise _Unlisted(f"GET {url} answered something that is not JSON") from None
         page = data.get("tags") if isinstance(data, dict) else None
@@ -113,14 +115,17 @@ def list_tags(session: Session, repository: str, *, timeout: float = 15.0) -> li
     raise _Unlisted(f"{repository} has more than {MAX_PAGES} pages of tags")
 
 
-def _get(session: Session, url: str, headers: dict[str, str], timeout: float) -> Response:
+def _get(session: Transport, url: str, headers: dict[str, str], bounds: Limits) -> Answer:
+    from accelenv import netio
+    from accelenv.errors import NetworkError
+
     try:
-        return session.get(url, headers=headers, timeout=timeout)
-    except OSError as error:  # requests' ConnectionError and Timeout are OSErrors
-        raise _Unlisted(f"GET {url} failed: {type(error).__name__}") from None
+        return netio.exchange(session, "GET", url, bounds, headers=headers)
+    except NetworkError as error:  # unreachable, too slow, too large: the message says which and where
+        raise _Unlisted(str(error)) from None
 
 
-def _token(session: Session, challenge: Response, repository: str, timeout: float) -> str:
+def _token(session: Transport, challenge: Answer, repository: str, bounds: Limits) -> str:
     """A pull token from the realm the registry's `WWW-Authenticate: Bearer realm=...` challenge names."""
     text = challenge.headers.get("WWW-Authenticate", "")
     params = dict(_CHALLENGE.findall(text))
@@ -129,9 +134,9 @@ def _token(session: Session, challenge: Response, repository: str, timeout: floa
         raise _Unlisted(f"the registry of {repository} asks for an authentication this client does not do")
     params.setdefault("scope", f"repository:{repository}:pull")
     url = f"{realm}{'&' if '?' in realm else '?'}{urlencode(params)}"
-    response = _get(session, url, {"Accept": "application/json"}, timeout)
+    response = _get(session, url, {"Accept": "application/json"}, bounds)
     try:
-        data = json.loads(response.text) if response.status_code == 200 and len(response.text) < 65536 else None
+        data = response.json() if response.status_code == 200 else None
     except ValueError:
         data = None
     token = (data.get("token") or data.get("access_token")) if isinstance(data, dict) else None
@@ -141,11 +146,16 @@ def _token(session: Session, challenge: Response, repository: str, timeout: floa
 
 
 def base_image_news(
-    matrix: Matrix, chosen: list[Environment], session: Session, *, registry: str | None = None
+    matrix: Matrix,
+    chosen: list[Environment],
+    session: Transport,
+    *,
+    registry: str | None = None,
+    timeout: float = 15.0,
 ) -> list[Finding | Problem]:
     """Newer tags of the chosen environments' base images whose tag names the runtime's release line
     (`nvidia/cuda:13.2.1-base-ubuntu24.04` for CUDA 13.2, `rocm/pytorch:rocm10.0_...` for ROCm 10.0). `registry`
-    replaces every image's registry (tests)."""
+    replaces every image's registry (tests); `timeout` is `list_tags`'."""
     seen: set[tuple[str, str]] = set()
     out: list[Finding | Problem] = []
     for env in chosen:
@@ -161,7 +171,7 @@ def base_image_news(
             f"{registry}/{parse_reference(image.repository, image.tag).repository}" if registry else image.repository
         )
         try:
-            tags = list_tags(session, repository)
+            tags = list_tags(session, repository, timeout=timeout)
         except _Unlisted as error:
             out.append(Problem(env=runtime.id, name=f"{image.repository} tags", index=repository, message=str(error)))
             continue

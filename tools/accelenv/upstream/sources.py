@@ -25,5 +25,5 @@ def release_sources(
         *feed_releases(matrix, chosen, client, FeedUrls(rocm=urls.rocm_feed, neuron=urls.neuron_feed)),
         *pci_id_news(matrix, chosen, client, urls.pci_ids),
         *driver_branch_news(matrix, chosen, client, urls.nvidia_releases),
-        *base_image_news(matrix, chosen, client.session, registry=urls.registry),
+        *base_image_news(matrix, chosen, client.session, registry=urls.registry, timeout=client.timeout),
     ]
