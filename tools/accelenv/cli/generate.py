@@ -78,7 +78,8 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
         return _lock_check(args, matrix, envs, out)
     from accelenv.changeset import refuse_if_pending
     from accelenv.fileio import write_atomic
-    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, resolve
+    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+    from accelenv.plan.resolver import resolve
 
     repo = repo_of(args)
     refuse_if_pending(repo)  # an interrupted refresh is finished or undone first
@@ -119,8 +120,9 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
 def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO) -> bool:
     """envs/accelenv-image.lock: what accelenv needs inside every image, hash-locked. False when it failed."""
     from accelenv.fileio import write_atomic
-    from accelenv.plan.lock import LockState, image_lock_path, image_lock_state, resolve_image_lock
+    from accelenv.plan.lock import LockState, image_lock_path, image_lock_state
     from accelenv.plan.render import IMAGE_DEPENDENCIES
+    from accelenv.plan.resolver import resolve_image_lock
 
     rel = image_lock_path(repo).relative_to(repo)
     if image_lock_state(repo, IMAGE_DEPENDENCIES) is LockState.CURRENT and not args.force:

@@ -189,7 +189,8 @@ def _relock(
     """Resolve the locks of `envs` as the new matrix text declares them: (env, lock text) that resolved, and
     env -> why for those that did not. Nothing is written here."""
     from accelenv.matrix.load import model_from_text
-    from accelenv.plan.lock import glibc_of, resolve
+    from accelenv.plan.lock import glibc_of
+    from accelenv.plan.resolver import resolve
 
     matrix = model_from_text(text, str(path))
     locked: list[tuple[str, str]] = []
