@@ -10,7 +10,6 @@ the locked .debs with requests (sha256 checked), so the build itself runs with t
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -301,20 +300,11 @@ def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0, min_rate: 
 
 
 def _cut_off(response: Any, expired: threading.Event) -> None:
-    """Past a download's deadline: shut its socket down, which wakes the read blocked on it (closing would not)."""
-    import socket
+    """Past a download's deadline: shut its socket down, which wakes the read blocked on it."""
+    from accelenv.plan.digests import cut_off
 
     expired.set()
-    # the socket: the connection's while it is kept alive; once http.client hands the connection to the response
-    # (the server closes after the body), only the response's file reaches it
-    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
-    for sock in (
-        getattr(getattr(response.raw, "connection", None), "sock", None),
-        getattr(getattr(fp, "raw", None), "_sock", None),
-    ):
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+    cut_off(response)
 
 
 def assemble(plan: BuildPlan, context: Path, *, source: Path, timeout: float = 1800.0) -> None:
