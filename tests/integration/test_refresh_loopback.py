@@ -50,6 +50,7 @@ def matrix_with(folder: Path, envs: dict[str, tuple[str, list[str]]]) -> Path:
 
 
 def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the new lock's checked files: not the user's
     simple = tmp_path / "www" / "simple"
     for version in ("1.0", "1.1"):
         build_wheel(simple / "demo-lib", "demo-lib", version)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from accelenv.matrix.model import Environment, Matrix
+    from accelenv.plan.digests import Verifier
 
 
 def lock_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,6 +30,12 @@ def lock_arguments(p: argparse.ArgumentParser) -> None:
         "resolved in that platform's base image, under QEMU emulation where it is foreign (default: the engine's "
         "own). The Python lock always covers every declared platform",
     )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="take each file's sha256 from the index's answer without downloading the file to check it (the lock's "
+        "header says its hashes are unverified)",
+    )
     p.add_argument("--json", action="store_true", help="print one result per environment as JSON")
 
 
@@ -41,13 +48,15 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
         return _lock_check(args, matrix, envs, out)
     from accelenv.changeset import refuse_if_pending
     from accelenv.fileio import write_atomic
+    from accelenv.plan.digests import Verifier
     from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
     from accelenv.plan.resolver import resolve
 
     repo = repo_of(args)
     refuse_if_pending(repo)  # an interrupted refresh is finished or undone first
+    verify = None if args.no_verify else Verifier(progress=sys.stderr)
     rows: list[dict[str, Any]] = []
-    failed = 0 if _lock_image_dependencies(repo, args, out) else 1
+    failed = 0 if _lock_image_dependencies(repo, args, out, verify) else 1
     os_locker = _OsLocker(repo, force=args.force, platform=args.platform)
     for env in envs:
         glibc = glibc_of(matrix, env)
@@ -62,7 +71,7 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
         if not args.json:
             out.write(f"{env.id:<24} resolving for {', '.join(env.platforms)} ...\n")
             out.flush()
-        result = resolve(env, glibc=glibc, timeout=args.timeout)
+        result = resolve(env, glibc=glibc, timeout=args.timeout, verify=verify)
         if result.text is None:
             failed += 1
             rows.append({"env": env.id, "state": str(lock_state(repo, env, glibc)), "problem": result.problem})
@@ -70,17 +79,20 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"{env.id:<24} not locked: {result.problem}\n")
             continue
         write_atomic(lock_path(repo, env.id), result.text, inside=repo)
-        rows.append({"env": env.id, "state": "current", "problem": None, "os_packages": os_row})
+        hashes = "unverified" if verify is None else "verified"
+        rows.append({"env": env.id, "state": "current", "problem": None, "hashes": hashes, "os_packages": os_row})
         if not args.json:
             pins = sum(1 for line in result.text.splitlines() if "==" in line and not line.startswith((" ", "#")))
-            out.write(f"{env.id:<24} locked: {pins} distributions -> {lock_path(repo, env.id).relative_to(repo)}\n")
+            files = f"{len(result.files)} files checked" if verify else "hashes UNVERIFIED (--no-verify)"
+            rel = lock_path(repo, env.id).relative_to(repo)
+            out.write(f"{env.id:<24} locked: {pins} distributions, {files} -> {rel}\n")
     os_locker.close()
     if args.json:
         dump_json(rows, out)
     return 1 if failed else 0
 
 
-def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO) -> bool:
+def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO, verify: Verifier | None) -> bool:
     """envs/accelenv-image.lock: what accelenv needs inside every image, hash-locked. False when it failed."""
     from accelenv.fileio import write_atomic
     from accelenv.plan.lock import LockState, image_lock_path, image_lock_state
@@ -90,13 +102,13 @@ def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO) 
     rel = image_lock_path(repo).relative_to(repo)
     if image_lock_state(repo, IMAGE_DEPENDENCIES) is LockState.CURRENT and not args.force:
         return True
-    result = resolve_image_lock(IMAGE_DEPENDENCIES, timeout=args.timeout)
+    result = resolve_image_lock(IMAGE_DEPENDENCIES, timeout=args.timeout, verify=verify)
     if result.text is None:
         out.write(f"{rel}: not locked: {result.problem}\n")
         return False
     write_atomic(image_lock_path(repo), result.text, inside=repo)
     if not args.json:
-        out.write(f"{rel}: locked\n")
+        out.write(f"{rel}: locked" + (f", {len(result.files)} files checked\n" if verify else ", hashes UNVERIFIED\n"))
     return True
 
 
@@ -277,7 +289,9 @@ COMMANDS = {
         epilog="examples:\n  accelenv lock                      # every environment whose lock is missing or stale\n"
         "  accelenv lock cpu-py311 --force\n  accelenv lock --check              # CI: no lock is stale (offline)\n\n"
         "Only the resolver writes a lock. An environment whose index cannot be reached stays unlocked, and\n"
-        "its nox session says so.",
+        "its nox session says so. Every file a lock names is downloaded and its sha256 checked (progress on\n"
+        "stderr; a file checked before, by URL and hash, is not downloaded again: ~/.cache/accelenv/verified-files);\n"
+        "--no-verify skips that, and the lock says so.",
         arguments=lock_arguments,
         run=lock,
     ),

@@ -132,11 +132,16 @@ def merge_platforms(results: dict[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_lock(env: Environment, body: str, glibc: str | None = None) -> str:
+def render_lock(env: Environment, body: str, glibc: str | None = None, *, verified: bool = False) -> str:
+    """The lock file: its header (`verified`: whether every file its hashes name was checked), the options
+    naming its indexes, the body."""
+    from accelenv.plan.provenance import hashes_line
+
     header = [
         HEADER.format(env=env.id),
         INPUT_LINE.format(digest=input_digest(env, glibc)),
         f"# python {env.python}; platforms {', '.join(sorted(env.platforms))}; glibc {glibc or DEFAULT_GLIBC}",
+        hashes_line(env.id, verified=verified),
         f"# install: pip install --require-hashes -r {LOCK_NAME}",
     ]
     words = index_options(env)  # one option per line, as pip reads them from a requirements file

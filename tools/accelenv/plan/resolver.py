@@ -22,11 +22,15 @@ from accelenv.plan.lock import (
     render_lock,
     uv_platform,
 )
+from accelenv.plan.provenance import hashes_line
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from accelenv.matrix import Environment
+    from accelenv.plan.provenance import LockedFile
+
+    Verify = Callable[[Sequence[LockedFile]], list[str]]  # files -> problems (plan.digests.Verifier)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +38,7 @@ class Resolution:
     env: str
     text: str | None  # the lock file, or None when resolution failed
     problem: str | None
+    files: tuple[LockedFile, ...] = ()  # the files the lock's hashes name
 
 
 def _uv() -> str:
@@ -44,35 +49,77 @@ def _uv() -> str:
     return str(find_uv_bin())
 
 
-def resolve(env: Environment, *, glibc: str | None = None, timeout: float = 900.0) -> Resolution:
-    """Run the resolver for every platform of `env`. Never raises: a failure is a `Resolution` with a problem."""
+def resolve(
+    env: Environment, *, glibc: str | None = None, timeout: float = 900.0, verify: Verify | None = None
+) -> Resolution:
+    """Run the resolver for every platform of `env`, keep the hashes of the files those platforms can install,
+    and with `verify` check each of them (without, the lock's header says its hashes are unverified). Never
+    raises: a failure is a `Resolution` with a problem."""
     requirements = "\n".join(str(r) for r in env.requirements.packages) + "\n"
     results: dict[str, str] = {}
+    files: list[LockedFile] = []
     for platform in sorted(env.platforms):
         argv = [
-            _uv(),
-            "pip",
-            "compile",
-            "-",
-            "--generate-hashes",
-            "--no-header",
-            "--quiet",
-            "--python-version",
-            env.python,
-            "--python-platform",
-            uv_platform(platform, glibc),
-            *index_options(env),
-        ]
+            _uv(), "pip", "compile", "-", "--generate-hashes", "--no-header", "--quiet", "--emit-index-annotation",
+            "--python-version", env.python, "--python-platform", uv_platform(platform, glibc), *index_options(env),
+        ]  # fmt: skip
         try:
-            proc = run_uv(argv, requirements, timeout)
-        except FileNotFoundError:
-            return Resolution(env=env.id, text=None, problem="uv is not installed (pip install uv)")
-        except subprocess.TimeoutExpired:
-            return Resolution(env=env.id, text=None, problem=f"the resolver did not finish within {timeout:g} s")
+            results[platform], found = _compile(argv, requirements, timeout)
+        except _UnresolvedError as error:
+            return Resolution(env=env.id, text=None, problem=error.problem or _explain(error.stderr, env, platform))
+        files += found
+
+    def render(body: str, verified: bool) -> str:
+        return render_lock(env, body, glibc, verified=verified)
+
+    return _checked(env.id, merge_platforms(results), files, verify, render)
+
+
+class _UnresolvedError(Exception):
+    """uv failed: `problem` says why, or (None) its `stderr` does."""
+
+    def __init__(self, problem: str | None, stderr: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.stderr = stderr
+
+
+def _compile(argv: list[str], requirements: str, timeout: float) -> tuple[str, tuple[LockedFile, ...]]:
+    """uv's lock body (each pin with its index), and the files of its pins the target can install: uv again,
+    as pylock.toml (answered from uv's cache), which names each file's URL."""
+    from accelenv.plan.provenance import parse_pylock
+
+    outputs = []
+    for form in ([], ["--format", "pylock.toml"]):
+        try:
+            proc = run_uv([*argv, *form], requirements, timeout)
+        except FileNotFoundError as error:
+            raise _UnresolvedError("uv is not installed (pip install uv)") from error
+        except subprocess.TimeoutExpired as error:
+            raise _UnresolvedError(f"the resolver did not finish within {timeout:g} s") from error
         if proc.returncode != 0:
-            return Resolution(env=env.id, text=None, problem=_explain(proc.stderr, env, platform))
-        results[platform] = proc.stdout
-    return Resolution(env=env.id, text=render_lock(env, merge_platforms(results), glibc), problem=None)
+            raise _UnresolvedError(None, proc.stderr)
+        outputs.append(proc.stdout)
+    try:
+        return outputs[0], parse_pylock(outputs[1])
+    except ValueError as error:
+        raise _UnresolvedError(str(error)) from error
+
+
+def _checked(
+    name: str, body: str, files: list[LockedFile], verify: Verify | None, render: Callable[[str, bool], str]
+) -> Resolution:
+    """The lock with only the hashes of `files` kept, each file checked by `verify` (every problem at once)."""
+    from accelenv.plan.provenance import keep_installable
+
+    try:
+        body, kept = keep_installable(body, files)
+    except ValueError as error:
+        return Resolution(env=name, text=None, problem=str(error))
+    problems = verify(kept) if verify is not None else []
+    if problems:
+        return Resolution(env=name, text=None, problem="\n    ".join(problems))
+    return Resolution(env=name, text=render(body, verify is not None), problem=None, files=kept)
 
 
 # The machine's own index settings must not reach a lock: a lock is made only from the indexes the matrix
@@ -105,23 +152,27 @@ def _explain(stderr: str, env: Environment, platform: str) -> str:
     return f"no resolution for {platform}: {detail}"
 
 
-def resolve_image_lock(requirements: tuple[str, ...], *, timeout: float = 900.0) -> Resolution:
+def resolve_image_lock(
+    requirements: tuple[str, ...], *, timeout: float = 900.0, verify: Verify | None = None
+) -> Resolution:
+    """envs/accelenv-image.lock, for every Python and platform (so every file of each pin is kept and checked)."""
     argv = [
         _uv(), "pip", "compile", "-", "--universal", "--generate-hashes", "--no-header", "--quiet",
-        "--python-version", IMAGE_LOCK_PYTHON,
+        "--emit-index-annotation", "--python-version", IMAGE_LOCK_PYTHON,
     ]  # fmt: skip
     try:
-        proc = run_uv(argv, "\n".join(requirements) + "\n", timeout)
-    except FileNotFoundError:
-        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem="uv is not installed (pip install uv)")
-    except subprocess.TimeoutExpired:
-        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=f"the resolver did not finish within {timeout:g} s")
-    if proc.returncode != 0:
-        detail = " ".join(proc.stderr.strip().splitlines()[-4:])[:600]
-        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=f"no resolution: {detail}")
-    header = [
-        HEADER.format(env="").rstrip() + " (accelenv's own dependencies inside every image)",
-        INPUT_LINE.format(digest=image_input_digest(requirements)),
-        f"# universal: Python >= {IMAGE_LOCK_PYTHON}, every platform; requirements: {' '.join(requirements)}",
-    ]
-    return Resolution(env=IMAGE_LOCK_NAME, text="\n".join([*header, "", proc.stdout.strip("\n"), ""]), problem=None)
+        body, files = _compile(argv, "\n".join(requirements) + "\n", timeout)
+    except _UnresolvedError as error:
+        detail = " ".join(error.stderr.strip().splitlines()[-4:])[:600]
+        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=error.problem or f"no resolution: {detail}")
+
+    def render(body: str, verified: bool) -> str:
+        header = [
+            HEADER.format(env="").rstrip() + " (accelenv's own dependencies inside every image)",
+            INPUT_LINE.format(digest=image_input_digest(requirements)),
+            f"# universal: Python >= {IMAGE_LOCK_PYTHON}, every platform; requirements: {' '.join(requirements)}",
+            hashes_line("", verified=verified),
+        ]
+        return "\n".join([*header, "", body.strip("\n"), ""])
+
+    return _checked(IMAGE_LOCK_NAME, body, list(files), verify, render)
