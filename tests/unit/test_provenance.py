@@ -1,9 +1,10 @@
-"""How a new lock is made from uv's two answers: hashes narrowed to the files its platforms install, each
-checked, each pin with the index it came from. uv itself is faked here (its real answers:
-tests/integration/test_lock_index.py)."""
+"""What a lock records about its pins (the index each came from, whether its files were checked), read offline,
+and how a new lock is made from uv's two answers: hashes narrowed to the files its platforms install, each
+checked. uv itself is faked here (its real answers: tests/integration/test_lock_index.py)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,15 +12,26 @@ from typing import TYPE_CHECKING
 import pytest
 from reference import REFERENCE_MATRIX
 
+from accelenv.cli import main
 from accelenv.matrix import load_matrix
 from accelenv.plan import resolver
-from accelenv.plan.lock import render_lock
-from accelenv.plan.provenance import LockedFile, keep_installable, parse_pylock, pins_of
+from accelenv.plan.lock import lock_path, render_lock
+from accelenv.plan.provenance import (
+    Hashes,
+    LockedFile,
+    Provenance,
+    assess,
+    declared_indexes,
+    keep_installable,
+    normal_index,
+    parse_pylock,
+    pins_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from accelenv.matrix import Matrix
+    from accelenv.matrix import Environment, Matrix
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = "https://pypi.org/simple"
@@ -69,6 +81,94 @@ def test_pins_name_their_index_hashes_and_line() -> None:
 def test_the_index_of_a_pin(text: str, index: str | None) -> None:
     (pin,) = pins_of(text)
     assert pin.index == index
+
+
+def env_with(index_url: str | None, extras: tuple[str, ...] = ()) -> Environment:
+    import dataclasses
+
+    env = load_matrix(REFERENCE_MATRIX).envs["gpu-nvidia-cu128"]
+    requirements = dataclasses.replace(env.requirements, index_url=index_url, extra_index_urls=extras)
+    return dataclasses.replace(env, requirements=requirements)
+
+
+@pytest.mark.parametrize(
+    ("index_url", "extras", "declared"),
+    [
+        (None, (), (MAIN,)),
+        (None, (CU + "/",), (MAIN, CU)),
+        ("https://Mirror.Example/simple/", (), ("https://mirror.example/simple",)),
+        (MAIN, (MAIN + "/",), (MAIN,)),
+    ],
+    ids=["pypi", "extra", "mirror-normalised", "twice"],
+)
+def test_declared_indexes(index_url: str | None, extras: tuple[str, ...], declared: tuple[str, ...]) -> None:
+    assert declared_indexes(env_with(index_url, extras)) == declared
+
+
+def test_index_urls_compare_without_a_trailing_slash_and_host_case() -> None:
+    assert normal_index("HTTPS://PyPI.org/simple/") == "https://pypi.org/simple"
+    assert normal_index("https://example.com/Path/") == "https://example.com/Path"  # the path keeps its case
+
+
+UNDECLARED = (
+    f"{WHERE}:8: y==2 came from https://evil.example/simple, an index x does not declare (it declares {CU}, {MAIN}); "
+    "declare that index in matrix.toml if it is meant, or make the lock again from the declared ones: accelenv lock "
+    "x --force"
+)
+INCOMPLETE = (
+    f"{WHERE}:8: y==2 names no one index (its `# from` line is missing or repeated) where the other pins name "
+    "theirs: the lock was edited by hand or merged; make it again: accelenv lock x --force"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "provenance", "problems"),
+    [
+        (block("x==1", [A], MAIN) + block("y==2", [B], CU + "/"), Provenance.DECLARED, ()),
+        (block("x==1", [A], MAIN) + block("y==2", [B], "https://evil.example/simple"), Provenance.UNDECLARED,
+         (UNDECLARED,)),
+        (block("x==1", [A], MAIN) + block("y==2", [B], None), Provenance.INCOMPLETE, (INCOMPLETE,)),
+        (block("x==1", [A], None) + block("y==2", [B], None), Provenance.NOT_RECORDED, ()),
+        ("", Provenance.NOT_RECORDED, ()),
+    ],
+    ids=["declared", "undeclared", "incomplete", "not-recorded", "empty"],
+)  # fmt: skip
+def test_provenance_states(body: str, provenance: Provenance, problems: tuple[str, ...]) -> None:
+    found = assess(HEAD + body, (MAIN, CU), where=WHERE, env_id="x")
+    assert (found.provenance, found.problems, found.is_error) == (provenance, problems, bool(problems))
+
+
+def test_an_index_with_a_password_is_not_repeated() -> None:
+    body = block("x==1", [A], "https://bot:s3cret-pa55@evil.example/simple")
+    (problem,) = assess(body, (MAIN,), where=WHERE, env_id="x").problems
+    assert "s3cret-pa55" not in problem
+    assert "came from https://bot:<redacted>@evil.example/simple" in problem
+
+
+NOT_RECORDED = (
+    "provenance not recorded: the lock names no index per package and does not say whether its files were checked, "
+    "as it was made before accelenv recorded either; record it: accelenv lock x --force"
+)
+UNVERIFIED = (
+    "hashes not checked: its hashes were taken from the indexes' answers without downloading the files, as it was "
+    "locked with --no-verify; check them: accelenv lock x --force"
+)
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "hashes", "warning"),
+    [
+        ("# hashes: verified: ...\n", block("x==1", [A], MAIN), Hashes.VERIFIED, None),
+        ("# hashes: UNVERIFIED: ...\n", block("x==1", [A], MAIN), Hashes.UNVERIFIED, UNVERIFIED),
+        ("", block("x==1", [A], MAIN), Hashes.NOT_RECORDED, NOT_RECORDED),  # indexes, but no word on the files
+        ("# hashes: verified: ...\n", block("x==1", [A], None), Hashes.VERIFIED, NOT_RECORDED),
+        ("", block("x==1", [A], None), Hashes.NOT_RECORDED, NOT_RECORDED),  # every lock made before
+    ],
+    ids=["verified", "unverified", "hashes-unsaid", "indexes-unsaid", "old-lock"],
+)
+def test_what_a_lock_says_about_its_hashes(head: str, body: str, hashes: Hashes, warning: str | None) -> None:
+    found = assess(head + "\n" + body, (MAIN,), where=WHERE, env_id="x")
+    assert (found.hashes, found.warning("accelenv lock x --force")) == (hashes, warning)
 
 
 # ---------------------------------------------------------------------------------------------------- making
@@ -213,3 +313,53 @@ def test_without_verify_the_header_says_unverified(matrix: Matrix, monkeypatch: 
         "\n# hashes: UNVERIFIED: taken from the indexes' answers, the files not downloaded (accelenv lock "
         "--no-verify); check them: accelenv lock cpu-py311 --force\n"
     ) in text
+
+
+# ---------------------------------------------------------------------------------------------------- lock --check
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """The reference matrix with cpu-py311's committed lock: current, made before provenance was recorded."""
+    shutil.copy(REFERENCE_MATRIX, tmp_path / "matrix.toml")
+    (tmp_path / "envs" / "cpu-py311").mkdir(parents=True)
+    shutil.copy(REPO / "envs" / "cpu-py311" / "requirements.lock", tmp_path / "envs" / "cpu-py311")
+    shutil.copy(REPO / "envs" / "accelenv-image.lock", tmp_path / "envs")
+    return tmp_path
+
+
+def test_a_lock_made_before_is_current_with_a_warning(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The committed locks: not stale, not silently fine either; --strict (and validate --release) fail on it."""
+    matrix = str(repo / "matrix.toml")
+    assert main(["--matrix", matrix, "lock", "--check", "cpu-py311"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"cpu-py311                current\n                         warning: {NOT_RECORDED}".replace(
+            "lock x", "lock cpu-py311"
+        )
+        in out
+    )
+    assert out.endswith("1 current, 0 stale, 0 unlocked; 2 that do not record provenance or checked hashes\n")
+    assert main(["--matrix", matrix, "lock", "--check", "cpu-py311", "--strict"]) == 1
+    capsys.readouterr()
+    assert main(["--matrix", matrix, "validate", "--verbose"]) == 0
+    assert "envs.cpu-py311: has no recorded provenance (the lock names no index" in capsys.readouterr().out
+    assert main(["--matrix", matrix, "validate", "--release"]) == 1
+
+
+def test_lock_check_refuses_an_undeclared_index_offline(
+    repo: Path, matrix: Matrix, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = matrix.envs["cpu-py311"]
+    body = block("x==1", [A], "https://evil.example/simple") + block("y==2", [B], MAIN)
+    lock_path(repo, env.id).write_text(render_lock(env, body, matrix.os[env.os].glibc, verified=True))
+    assert main(["--matrix", str(repo / "matrix.toml"), "lock", "--check", "cpu-py311", "--json"]) == 1
+    import json
+
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["state"], row["provenance"], row["hashes"]) == ("current", "undeclared", "verified")
+    assert row["packages"] == [
+        {"name": "x", "version": "1", "index": "https://evil.example/simple"},
+        {"name": "y", "version": "2", "index": MAIN},
+    ]
+    assert row["errors"][0].startswith("envs/cpu-py311/requirements.lock:7: x==1 came from https://evil.example/simple")

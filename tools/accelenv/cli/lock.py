@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from accelenv.matrix.model import Environment, Matrix
     from accelenv.plan.digests import Verifier
+    from accelenv.plan.provenance import LockProvenance
 
 
 def lock_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,8 +35,14 @@ def lock_arguments(p: argparse.ArgumentParser) -> None:
         "--no-verify",
         action="store_true",
         help="take each file's sha256 from the index's answer without downloading the file to check it (the lock's "
-        "header says its hashes are unverified)",
+        "header, lock --check and validate then say its hashes are unverified)",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --check: a lock that does not record its provenance, or whose hashes are unverified, fails too",
+    )
+    p.add_argument("--verbose", action="store_true", help="with --check: the index each package came from")
     p.add_argument("--json", action="store_true", help="print one result per environment as JSON")
 
 
@@ -50,6 +57,7 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.fileio import write_atomic
     from accelenv.plan.digests import Verifier
     from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+    from accelenv.plan.provenance import lock_provenance, relock
     from accelenv.plan.resolver import resolve
 
     repo = repo_of(args)
@@ -63,13 +71,17 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
         os_row = os_locker.lock_all(matrix, env)
         if os_row and not args.json:
             out.write(f"{env.id:<24} {os_row}\n")
-        if lock_state(repo, env, glibc) is LockState.CURRENT and not args.force:
-            rows.append({"env": env.id, "state": "current", "problem": None, "os_packages": os_row})
+        found = lock_provenance(repo, env) if lock_state(repo, env, glibc) is LockState.CURRENT else None
+        if found is not None and not found.is_error and not args.force:
+            warning = found.warning(relock(env.id))
+            rows.append({"env": env.id, "state": "current", "problem": None, "warning": warning, "os_packages": os_row})
             if not args.json:
                 out.write(f"{env.id:<24} current (use --force to resolve again)\n")
+                out.write(f"{'':<24} warning: {warning}\n" if warning else "")
             continue
         if not args.json:
-            out.write(f"{env.id:<24} resolving for {', '.join(env.platforms)} ...\n")
+            why = "; its lock names an index the matrix does not declare" if found and found.is_error else ""
+            out.write(f"{env.id:<24} resolving for {', '.join(env.platforms)}{why} ...\n")
             out.flush()
         result = resolve(env, glibc=glibc, timeout=args.timeout, verify=verify)
         if result.text is None:
@@ -96,12 +108,17 @@ def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO, 
     """envs/accelenv-image.lock: what accelenv needs inside every image, hash-locked. False when it failed."""
     from accelenv.fileio import write_atomic
     from accelenv.plan.lock import LockState, image_lock_path, image_lock_state
+    from accelenv.plan.provenance import image_lock_provenance, relock
     from accelenv.plan.render import IMAGE_DEPENDENCIES
     from accelenv.plan.resolver import resolve_image_lock
 
     rel = image_lock_path(repo).relative_to(repo)
     if image_lock_state(repo, IMAGE_DEPENDENCIES) is LockState.CURRENT and not args.force:
-        return True
+        found = image_lock_provenance(repo)
+        if found is not None and not found.is_error:
+            warning = found.warning(relock(""))
+            out.write(f"{rel}: current; warning: {warning}\n" if warning and not args.json else "")
+            return True
     result = resolve_image_lock(IMAGE_DEPENDENCIES, timeout=args.timeout, verify=verify)
     if result.text is None:
         out.write(f"{rel}: not locked: {result.problem}\n")
@@ -226,21 +243,29 @@ class _OsLocker:
 
 def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment], out: TextIO) -> int:
     from accelenv.plan.lock import LockState, glibc_of, image_lock_path, image_lock_state, lock_path, lock_state
+    from accelenv.plan.provenance import image_lock_provenance, lock_provenance
     from accelenv.plan.render import IMAGE_DEPENDENCIES
 
     repo = repo_of(args)
-    rows = [
-        {
-            "env": env.id,
-            "state": str(lock_state(repo, env, glibc_of(matrix, env))),
-            "path": str(lock_path(repo, env.id).relative_to(repo)),
-            "os_packages": _os_lock_check(repo, matrix, env),
-        }
-        for env in envs
-    ]
+    rows = []
+    for env in envs:
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        found = lock_provenance(repo, env) if state is LockState.CURRENT else None
+        rows.append(
+            {
+                "env": env.id,
+                "state": str(state),
+                "path": str(lock_path(repo, env.id).relative_to(repo)),
+                "os_packages": _os_lock_check(repo, matrix, env),
+                **_provenance_fields(found, env.id),
+            }
+        )
     image_state = image_lock_state(repo, IMAGE_DEPENDENCIES)
+    image = _provenance_fields(image_lock_provenance(repo) if image_state is LockState.CURRENT else None, "")
     stale = [r for r in rows if r["state"] == LockState.STALE]
     unlocked = [r for r in rows if r["state"] == LockState.UNLOCKED]
+    refused = [r for r in [*rows, image] if r["errors"]]
+    warned = [r for r in [*rows, image] if r["warning"]]
     if args.json:
         dump_json(rows, out)
     else:
@@ -250,14 +275,55 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
             out.write(f"{r['env']!s:<24} {r['state']}{extra or hint.get(str(r['state']), '')}\n")
             if r["os_packages"] not in (None, "current"):
                 out.write(f"{'':<24} {r['os_packages']}\n")
+            _provenance_lines(r, out, verbose=args.verbose)
         image_rel = image_lock_path(repo).relative_to(repo)
         out.write(
             f"{image_rel!s:<24} {image_state}" + ("" if image_state == "current" else ": run accelenv lock") + "\n"
         )
-        out.write(f"{len(rows) - len(stale) - len(unlocked)} current, {len(stale)} stale, {len(unlocked)} unlocked\n")
+        _provenance_lines(image, out, verbose=args.verbose)
+        summary = f"{len(rows) - len(stale) - len(unlocked)} current, {len(stale)} stale, {len(unlocked)} unlocked"
+        summary += (
+            f"; {len(refused)} refused (a pin from an undeclared index, or provenance unclear)" if refused else ""
+        )
+        summary += f"; {len(warned)} that do not record provenance or checked hashes" if warned else ""
+        out.write(summary + "\n")
     os_stale = [r for r in rows if str(r["os_packages"]).startswith(("stale", "error"))]
     image_bad = image_state is LockState.STALE or (args.require_all and image_state is LockState.UNLOCKED)
-    return 1 if stale or os_stale or image_bad or (args.require_all and unlocked) else 0
+    unproven = refused or (args.strict and warned)
+    return 1 if stale or os_stale or image_bad or unproven or (args.require_all and unlocked) else 0
+
+
+def _provenance_fields(found: LockProvenance | None, env_id: str) -> dict[str, Any]:
+    """What a current lock says about its pins' indexes and hashes, as fields of a `lock --check` row (nulls for
+    a lock that is stale or missing: it is made again anyway)."""
+    from accelenv.host.redact import redact_text
+    from accelenv.plan.provenance import relock
+
+    if found is None:
+        return {"provenance": None, "hashes": None, "errors": [], "warning": None, "packages": []}
+    return {
+        "provenance": str(found.provenance),
+        "hashes": str(found.hashes),
+        "errors": list(found.problems),
+        "warning": found.warning(relock(env_id)),
+        "packages": [
+            {"name": pin.name, "version": pin.version, "index": redact_text(pin.index) if pin.index else None}
+            for pin in found.pins
+        ],
+    }
+
+
+def _provenance_lines(row: dict[str, Any], out: TextIO, *, verbose: bool) -> None:
+    from accelenv.host.redact import terminal_safe
+
+    for error in row["errors"]:
+        out.write(f"{'':<24} error: {error}\n")
+    if row["warning"]:
+        out.write(f"{'':<24} warning: {row['warning']}\n")
+    if verbose:
+        for package in row["packages"]:
+            source = terminal_safe(package["index"]) if package["index"] else "(no index recorded)"
+            out.write(f"{'':<24}   {package['name']}=={package['version']}  from {source}\n")
 
 
 def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
@@ -287,11 +353,13 @@ def _os_lock_check(repo: Path, matrix: Matrix, env: Environment) -> str | None:
 COMMANDS = {
     "lock": Command(
         epilog="examples:\n  accelenv lock                      # every environment whose lock is missing or stale\n"
-        "  accelenv lock cpu-py311 --force\n  accelenv lock --check              # CI: no lock is stale (offline)\n\n"
+        "  accelenv lock cpu-py311 --force\n  accelenv lock --check              # CI: no lock is stale (offline)\n"
+        "  accelenv lock --check --verbose    # and the index each package came from\n\n"
         "Only the resolver writes a lock. An environment whose index cannot be reached stays unlocked, and\n"
         "its nox session says so. Every file a lock names is downloaded and its sha256 checked (progress on\n"
         "stderr; a file checked before, by URL and hash, is not downloaded again: ~/.cache/accelenv/verified-files);\n"
-        "--no-verify skips that, and the lock says so.",
+        "--no-verify skips that, and the lock says so. lock --check refuses a package from an index the\n"
+        "environment does not declare, and warns about a lock that does not record where its packages came from.",
         arguments=lock_arguments,
         run=lock,
     ),
