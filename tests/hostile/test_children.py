@@ -19,7 +19,7 @@ from hostilekit import tool
 
 import accelenv
 from accelenv.host.run import CHILD_MARKER, ToolRunner, run_in_group
-from accelenv.plan.lock import uv_environment
+from accelenv.plan.resolver import uv_environment
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -65,6 +65,7 @@ def demo_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
 
 
 def test_refresh_bumps_relocks_and_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the new lock's checked files: not the user's
     simple = tmp_path / "www" / "simple"
     for version in ("1.0", "1.1"):
         build_wheel(simple / "demo-lib", "demo-lib", version)

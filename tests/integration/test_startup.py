@@ -37,6 +37,7 @@ HEAVY = (
     "accelenv.upstream.outdated",
     "accelenv.cli.matrix",
     "accelenv.cli.generate",
+    "accelenv.cli.lock",
     "accelenv.cli.images",
 )
 

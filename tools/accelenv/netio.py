@@ -28,6 +28,7 @@ import json
 import re
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,18 +49,32 @@ CHUNK = 64 * 1024
 
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    """What one exchange may take; `what` names the answer in messages ("an index page", "a token answer")."""
+    """What one exchange may take; `what` names the answer in messages ("an index page", "a token answer").
+    `min_rate` (bytes/s), for a download whose size is not known in advance: once `timeout` has passed, a body
+    that has averaged less (`rate_slack` bytes of slack) is cut off like one past its deadline."""
 
     what: str
     max_bytes: int
     timeout: float
     deadline: float
+    min_rate: float | None = None
+    rate_slack: int = 0
 
 
-def limits(what: str, *, max_bytes: int, timeout: float, deadline: float | None = None) -> Limits:
+def limits(
+    what: str,
+    *,
+    max_bytes: int,
+    timeout: float,
+    deadline: float | None = None,
+    min_rate: float | None = None,
+    rate_slack: int = 0,
+) -> Limits:
     """`Limits` whose deadline is, unless given, `DEADLINE_FACTOR` times the timeout."""
     whole = DEADLINE_FACTOR * timeout if deadline is None else deadline
-    return Limits(what=what, max_bytes=max_bytes, timeout=timeout, deadline=whole)
+    return Limits(
+        what=what, max_bytes=max_bytes, timeout=timeout, deadline=whole, min_rate=min_rate, rate_slack=rate_slack
+    )
 
 
 class Response(Protocol):
@@ -135,6 +150,8 @@ def stream(
     where = f"{method} {redact_text(url)}"
     _fit(transport)
     watch = _Watch(bounds.deadline)
+    if bounds.min_rate is not None:
+        watch.floor(bounds.min_rate, grace=bounds.timeout, slack=bounds.rate_slack)
     token = _CURRENT.set(watch)
     response: Response | None = None
     try:
@@ -171,6 +188,7 @@ class Body:
         try:
             for chunk in self._response.iter_content(CHUNK):
                 self.received += len(chunk)
+                self._watch.received = self.received
                 if self.received > self._bounds.max_bytes:
                     self._response.close()
                     raise AnswerTooLargeError(
@@ -193,6 +211,12 @@ def session() -> requests.Session:
 
 
 def _failure(where: str, bounds: Limits, watch: _Watch, error: OSError | None) -> NetworkError:
+    if watch.slow:
+        return DeadlineExceededError(
+            f"{where} sent {watch.received} bytes in {watch.elapsed():.0f} s, slower than "
+            f"{(bounds.min_rate or 0) / 2**10:g} KiB/s on average, the least accelenv waits on for {bounds.what}: "
+            "try again later, or from another mirror"
+        )
     if watch.expired.is_set() or error is None:
         return DeadlineExceededError(
             f"{where} did not finish within {bounds.deadline:g} s, its deadline for {bounds.what} (connecting, "
@@ -229,13 +253,36 @@ class _Watch:
 
     def __init__(self, deadline: float) -> None:
         self.expired = threading.Event()
+        self.slow = False  # cut off for its rate, not its deadline
+        self.received = 0  # bytes of the body read so far (kept by `Body`)
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._timer = threading.Timer(deadline, self._expire)
         self._timer.daemon = True
+        self._started = time.monotonic()
+        self._done = threading.Event()
+        self._floor: tuple[float, float, int] | None = None
+
+    def floor(self, min_rate: float, *, grace: float, slack: int) -> None:
+        """Also cut the exchange off once, past `grace` seconds, it has averaged less than `min_rate` bytes/s."""
+        self._floor = (min_rate, grace, slack)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
 
     def start(self) -> None:
+        self._started = time.monotonic()
         self._timer.start()
+        if self._floor is not None:
+            threading.Thread(target=self._check_rate, args=self._floor, daemon=True).start()
+
+    def _check_rate(self, min_rate: float, grace: float, slack: int) -> None:
+        while not self._done.wait(0.5):
+            late = self.elapsed() - grace
+            if late > 0 and self.received < late * min_rate - slack:
+                self.slow = True
+                self._expire()
+                return
 
     def adopt(self, sock: socket.socket) -> None:
         try:
@@ -254,6 +301,7 @@ class _Watch:
                 _shut(sock)
 
     def stop(self) -> None:
+        self._done.set()
         self._timer.cancel()
         with self._lock:
             for sock in self._sockets:

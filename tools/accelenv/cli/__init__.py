@@ -1,6 +1,6 @@
 """The `accelenv` command line: the table of commands, and the entry point that runs one of them.
 
-Each command group is a module beside this one (`matrix`, `host`, `generate`, `images`, `upstream`) that
+Each command group is a module beside this one (`matrix`, `host`, `lock`, `generate`, `images`, `upstream`) that
 declares its commands' arguments next to their handlers. The table below names each command's module and
 one-line summary, so `accelenv --help` lists every command and `accelenv check` imports only the host group:
 start-up time matters for a command that runs before every test session.
@@ -62,10 +62,8 @@ COMMANDS: dict[str, Entry] = {
     "labels": Entry(
         "labels", "Node labels for Ray and Kubernetes: what this host is, and check's verdict on each environment."
     ),
-    # generated files: accelenv.cli.generate
-    "lock": Entry(
-        "generate", "Resolve each environment's pins with uv into envs/<env>/requirements.lock, with hashes."
-    ),
+    # generated files: accelenv.cli.lock, accelenv.cli.generate
+    "lock": Entry("lock", "Resolve each environment's pins with uv into envs/<env>/requirements.lock, with hashes."),
     "render": Entry(
         "generate",
         "Write images/<env>/Dockerfile and envs/<env>/env.json for every environment; remove those of gone ones.",

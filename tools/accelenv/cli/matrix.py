@@ -106,12 +106,15 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
         os_lock_path,
         os_lock_state,
     )
+    from accelenv.plan.provenance import provenance_problems
     from accelenv.plan.render import os_packages
 
     problems = []
     for env in matrix.envs.values():
         state = lock_state(repo, env, glibc_of(matrix, env))
-        if state is not LockState.CURRENT:
+        if state is LockState.CURRENT:
+            problems += provenance_problems(repo, env)
+        else:
             rel = lock_path(repo, env.id).relative_to(repo)
             what = "has no lock file" if state is LockState.UNLOCKED else "has a stale lock file"
             problems.append(

@@ -34,6 +34,8 @@ def _kind(problem: Problem) -> tuple[str, str]:
     if "OS-package lock" in phrase:
         fix = "accelenv lock ENV where the base can be pulled, or on a local stand-in: accelenv base make ENV"
         return f"environment(s) {phrase.replace('has ', 'with ', 1)}", fix
+    if problem.rule == "lock" and phrase.startswith(("has no recorded provenance", "has no checked hashes")):
+        return f"environment(s) {phrase.replace('has ', 'with ', 1)}", "accelenv lock ENV --force"
     if problem.rule == "lock":
         return (
             f"environment(s) {phrase.replace('has ', 'with ', 1)}",

@@ -92,6 +92,12 @@ def refresh_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print the summary and the diff; write nothing")
     p.add_argument("--no-lock", action="store_true", help="write the matrix and render, but resolve no lock")
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="as accelenv lock --no-verify: the new locks' hashes as the indexes advertise them, unchecked (and "
+        "their headers say so)",
+    )
     p.add_argument("-o", "--summary", metavar="FILE", help="also write the summary (Markdown) to FILE")
     p.add_argument(
         "--timeout", type=seconds, default=900.0, metavar="S", help="per lock resolution (default %(default)gs)"
@@ -156,10 +162,10 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     locked: list[tuple[str, str]] = []
     unlocked: dict[str, str] = {}
     if not args.no_lock:
-        locked, unlocked = _relock(plan.text, path, plan.envs, args.timeout)
+        locked, unlocked = _relock(plan.text, path, plan.envs, args.timeout, verify=not args.no_verify)
         if unlocked:  # leave those environments' changes out, and lock again what remains
             plan = plan_refresh(text, matrix, found, problems, tpu_lines=lines, exclude_envs=set(unlocked))
-            locked, more = _relock(plan.text, path, plan.envs, args.timeout)
+            locked, more = _relock(plan.text, path, plan.envs, args.timeout, verify=not args.no_verify)
             unlocked.update(more)
     if plan.changes:
         _write_all(path, text, plan.text, locked)
@@ -180,19 +186,25 @@ def _write_summary(args: argparse.Namespace, summary: str) -> None:
 
 
 def _relock(
-    text: str, path: Path, envs: tuple[str, ...], timeout: float
+    text: str, path: Path, envs: tuple[str, ...], timeout: float, *, verify: bool
 ) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """Resolve the locks of `envs` as the new matrix text declares them: (env, lock text) that resolved, and
-    env -> why for those that did not. Nothing is written here."""
+    """Resolve the locks of `envs` as the new matrix text declares them, every file they name checked unless
+    `verify` is false: (env, lock text) that resolved, and env -> why for those that did not. Nothing is written
+    here."""
+    import sys
+
     from accelenv.matrix.load import model_from_text
-    from accelenv.plan.lock import glibc_of, resolve
+    from accelenv.plan.digests import Verifier
+    from accelenv.plan.lock import glibc_of
+    from accelenv.plan.resolver import resolve
 
     matrix = model_from_text(text, str(path))
     locked: list[tuple[str, str]] = []
     unlocked: dict[str, str] = {}
     for env_id in envs:
         env = matrix.envs[env_id]
-        result = resolve(env, glibc=glibc_of(matrix, env), timeout=timeout)
+        checker = Verifier(progress=sys.stderr) if verify else None
+        result = resolve(env, glibc=glibc_of(matrix, env), timeout=timeout, verify=checker)
         if result.text is None:
             unlocked[env_id] = result.problem or "the resolver failed"
         else:

@@ -1,8 +1,8 @@
 """Hash-locked requirements per environment: `envs/<env>/requirements.lock`, written only by a real resolver.
 
 The plan is pure: what each lock's inputs are (pins, indexes, Python, platforms), their hash, and how a lock's
-header records it, so `lock --check` can tell a stale lock without the network. The edge is one function that
-runs `uv pip compile --generate-hashes` once per declared platform; the per-platform results are merged into
+header records it, so `lock --check` can tell a stale lock without the network. The edge (`plan.resolver`) runs
+`uv pip compile --generate-hashes` once per declared platform; the per-platform results are merged here into
 one file, with environment markers on the lines where platforms differ.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -20,7 +19,6 @@ from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.matrix.resolve import index_options
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from pathlib import Path
 
     from accelenv.matrix import Environment, Matrix
@@ -134,95 +132,21 @@ def merge_platforms(results: dict[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_lock(env: Environment, body: str, glibc: str | None = None) -> str:
+def render_lock(env: Environment, body: str, glibc: str | None = None, *, verified: bool = False) -> str:
+    """The lock file: its header (`verified`: whether every file its hashes name was checked), the options
+    naming its indexes, the body."""
+    from accelenv.plan.provenance import hashes_line
+
     header = [
         HEADER.format(env=env.id),
         INPUT_LINE.format(digest=input_digest(env, glibc)),
         f"# python {env.python}; platforms {', '.join(sorted(env.platforms))}; glibc {glibc or DEFAULT_GLIBC}",
+        hashes_line(env.id, verified=verified),
         f"# install: pip install --require-hashes -r {LOCK_NAME}",
     ]
     words = index_options(env)  # one option per line, as pip reads them from a requirements file
     options = [f"{flag} {url}" for flag, url in zip(words[::2], words[1::2], strict=True)]
     return "\n".join([*header, *options, "", body.rstrip("\n"), ""])
-
-
-# ---------------------------------------------------------------------------------------------------- edge
-
-
-@dataclass(frozen=True, kw_only=True)
-class Resolution:
-    env: str
-    text: str | None  # the lock file, or None when resolution failed
-    problem: str | None
-
-
-def _uv() -> str:
-    try:
-        from uv import find_uv_bin
-    except ImportError:
-        return "uv"
-    return str(find_uv_bin())
-
-
-def resolve(env: Environment, *, glibc: str | None = None, timeout: float = 900.0) -> Resolution:
-    """Run the resolver for every platform of `env`. Never raises: a failure is a `Resolution` with a problem."""
-    requirements = "\n".join(str(r) for r in env.requirements.packages) + "\n"
-    results: dict[str, str] = {}
-    for platform in sorted(env.platforms):
-        argv = [
-            _uv(),
-            "pip",
-            "compile",
-            "-",
-            "--generate-hashes",
-            "--no-header",
-            "--quiet",
-            "--python-version",
-            env.python,
-            "--python-platform",
-            uv_platform(platform, glibc),
-            *index_options(env),
-        ]
-        try:
-            proc = run_uv(argv, requirements, timeout)
-        except FileNotFoundError:
-            return Resolution(env=env.id, text=None, problem="uv is not installed (pip install uv)")
-        except subprocess.TimeoutExpired:
-            return Resolution(env=env.id, text=None, problem=f"the resolver did not finish within {timeout:g} s")
-        if proc.returncode != 0:
-            return Resolution(env=env.id, text=None, problem=_explain(proc.stderr, env, platform))
-        results[platform] = proc.stdout
-    return Resolution(env=env.id, text=render_lock(env, merge_platforms(results), glibc), problem=None)
-
-
-# The machine's own index settings must not reach a lock: a lock is made only from the indexes the matrix
-# declares (index_options), so uv is run without these variables and without its configuration files.
-SCRUBBED_PREFIXES = ("PIP_", "UV_INDEX", "UV_EXTRA_INDEX", "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "UV_CONFIG_FILE")
-
-
-def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` without the index settings of pip and uv, and with uv's configuration files off."""
-    kept = {k: v for k, v in environ.items() if not k.upper().startswith(SCRUBBED_PREFIXES)}
-    return {**kept, "UV_NO_CONFIG": "1"}
-
-
-def run_uv(argv: list[str], input_text: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """uv in a process group accelenv ends (on a timeout, SIGTERM or Ctrl-C), with the scrubbed environment."""
-    import os
-
-    from accelenv.host.run import run_in_group
-
-    return run_in_group(argv, input_text=input_text, timeout=timeout, env=uv_environment(os.environ))
-
-
-def _explain(stderr: str, env: Environment, platform: str) -> str:
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    detail = " ".join(lines[-4:])[:600] or "the resolver failed"
-    network = re.search(r"(connect|dns|resolve host|timed out|network|Failed to fetch|tls|certificate)", stderr, re.I)
-    if network:
-        urls = [env.requirements.index_url or PYPI, *env.requirements.extra_index_urls]
-        return f"an index could not be reached ({', '.join(urls)}) for {platform}: {detail}"
-    return f"no resolution for {platform}: {detail}"
 
 
 def glibc_of(matrix: Matrix, env: Environment) -> str | None:
@@ -464,28 +388,6 @@ def image_lock_state(repo: Path, requirements: tuple[str, ...]) -> LockState:
         return LockState.UNLOCKED
     match = _INPUT.search(text)
     return LockState.CURRENT if match and match.group(1) == image_input_digest(requirements) else LockState.STALE
-
-
-def resolve_image_lock(requirements: tuple[str, ...], *, timeout: float = 900.0) -> Resolution:
-    argv = [
-        _uv(), "pip", "compile", "-", "--universal", "--generate-hashes", "--no-header", "--quiet",
-        "--python-version", IMAGE_LOCK_PYTHON,
-    ]  # fmt: skip
-    try:
-        proc = run_uv(argv, "\n".join(requirements) + "\n", timeout)
-    except FileNotFoundError:
-        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem="uv is not installed (pip install uv)")
-    except subprocess.TimeoutExpired:
-        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=f"the resolver did not finish within {timeout:g} s")
-    if proc.returncode != 0:
-        detail = " ".join(proc.stderr.strip().splitlines()[-4:])[:600]
-        return Resolution(env=IMAGE_LOCK_NAME, text=None, problem=f"no resolution: {detail}")
-    header = [
-        HEADER.format(env="").rstrip() + " (accelenv's own dependencies inside every image)",
-        INPUT_LINE.format(digest=image_input_digest(requirements)),
-        f"# universal: Python >= {IMAGE_LOCK_PYTHON}, every platform; requirements: {' '.join(requirements)}",
-    ]
-    return Resolution(env=IMAGE_LOCK_NAME, text="\n".join([*header, "", proc.stdout.strip("\n"), ""]), problem=None)
 
 
 def image_requirements(image_lock: str, env_lock: str, *, python: str, machine: str) -> str:
