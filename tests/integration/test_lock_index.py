@@ -76,18 +76,12 @@ def matrix_with_env(tmp_path: Path, index_url: str, extra_url: str, packages: li
 
 
 def image_lock() -> str:
-    """The repository's envs/accelenv-image.lock (current: not resolved again from PyPI) as accelenv lock writes
-    it now: its files checked, each pin from PyPI."""
-    lines = (REPO / "envs" / "accelenv-image.lock").read_text(encoding="utf-8").splitlines()
-    out: list[str] = []
-    for line in lines:
-        if line.startswith("# universal:"):
-            out += [line, "# hashes: verified: accelenv lock downloaded every file named here and checked its sha256"]
-            continue
-        if line and not line.startswith((" ", "#")) and any(o and not o.startswith("#") for o in out):
-            out.append("    # from https://pypi.org/simple")
-        out.append(line)
-    return "\n".join([*out, "    # from https://pypi.org/simple", ""])
+    """The repository's envs/accelenv-image.lock (current: not resolved again from PyPI), its files checked and
+    each pin from PyPI, as accelenv lock writes it."""
+    text = (REPO / "envs" / "accelenv-image.lock").read_text(encoding="utf-8")
+    assert "\n# hashes: verified: " in text
+    assert "    # from https://pypi.org/simple\n" in text
+    return text
 
 
 def page(project: Path, advertised: dict[str, str]) -> None:

@@ -320,11 +320,15 @@ def test_without_verify_the_header_says_unverified(matrix: Matrix, monkeypatch: 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """The reference matrix with cpu-py311's committed lock: current, made before provenance was recorded."""
+    """The reference matrix with cpu-py311's committed lock and the image lock as they were before provenance was
+    recorded: current, without the `# hashes:` line and the `# from <index>` annotations."""
     shutil.copy(REFERENCE_MATRIX, tmp_path / "matrix.toml")
     (tmp_path / "envs" / "cpu-py311").mkdir(parents=True)
-    shutil.copy(REPO / "envs" / "cpu-py311" / "requirements.lock", tmp_path / "envs" / "cpu-py311")
-    shutil.copy(REPO / "envs" / "accelenv-image.lock", tmp_path / "envs")
+    for rel in ("envs/cpu-py311/requirements.lock", "envs/accelenv-image.lock"):
+        lines = (REPO / rel).read_text(encoding="utf-8").splitlines(keepends=True)
+        old = [line for line in lines if not line.startswith(("# hashes:", "    # from "))]
+        assert len(old) < len(lines)  # the committed lock records both
+        (tmp_path / rel).write_text("".join(old), encoding="utf-8")
     return tmp_path
 
 
