@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from accelenv.host.cdi_yaml import YamlError, loads
-
 if TYPE_CHECKING:
     from accelenv.host.root import Root
 
@@ -86,10 +84,14 @@ def parse(path: str, text: str) -> Any:
     be written as JSON, which is YAML too)."""
     if path.endswith(".json") or text.lstrip().startswith("{"):
         return json.loads(text)
+    from accelenv.host.cdi_yaml import loads  # only a host with YAML specs needs the YAML reader
+
     return loads(text)
 
 
 def summarise(path: str, text: str, root: Root) -> CdiSpec:
+    from accelenv.host.cdi_yaml import YamlError
+
     try:
         data = parse(path, text)
     except (YamlError, json.JSONDecodeError, RecursionError) as error:
