@@ -103,7 +103,6 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
     except RecursionError:  # tomllib recurses per nesting level: `a = [[[[...` a few hundred deep
         problem = Problem(path="", message="not valid TOML: values nested too deeply to read", rule="toml")
         return Validation(source=source, matrix=None, problems=(problem,))
-    from accelenv.matrix import ray_rules  # noqa: F401 - registers its rule
     from accelenv.matrix.locate import LineIndex
     from accelenv.matrix.rules import check_rules
     from accelenv.matrix.schema import schema_errors  # jsonschema is the slowest import; only validation needs it
