@@ -542,7 +542,7 @@ def shown(text: str, limit: int = 80) -> str:
 
 
 def _check_id(kind: str, entry_id: str) -> None:
-    from accelenv.matrix.schema import ID, OS_LABEL
+    from accelenv.matrix.schema_values import ID, OS_LABEL
 
     pattern, hint = (
         (OS_LABEL, "an OS label such as ubuntu24.04") if kind == "os" else (ID, "lower-case letters, digits and dashes")

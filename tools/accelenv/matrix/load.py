@@ -105,7 +105,7 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
         return Validation(source=source, matrix=None, problems=(problem,))
     from accelenv.matrix.locate import LineIndex
     from accelenv.matrix.rules import check_rules
-    from accelenv.matrix.schema import schema_errors  # jsonschema is the slowest import; only validation needs it
+    from accelenv.matrix.schema_check import schema_errors  # jsonschema: the slowest import; only validation
 
     lines = LineIndex(text)
     problems: list[Problem] = []
