@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from accelenv.upstream.indexes import _Failure
-from accelenv.upstream.outdated import Finding, Problem, _new_line
+from accelenv.upstream.outdated import Finding, Problem, new_line
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Environment, Matrix
@@ -137,7 +137,7 @@ def feed_releases(
             out.append(Problem(env=family, name=name, index=url, message=message))
             continue
         runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == family and r.version is not None]
-        finding = _new_line(
+        finding = new_line(
             runtimes,
             top.version.major,
             top.version,
