@@ -1,5 +1,5 @@
 """CDI spec files (`/etc/cdi`, `/var/run/cdi`): read, parsed and summarised into plain data a snapshot carries,
-so `check` can judge them on another machine (`check/cdi.py`) and `run` can name their devices
+so `check` can judge them on another machine (`check/container.py`) and `run` can name their devices
 (`build/wiring.py`).
 
 A summary keeps what the judgement needs: whether the file parses, its `cdiVersion` and `kind`, its device

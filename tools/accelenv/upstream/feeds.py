@@ -3,7 +3,7 @@ vendors release there.
 
 `https://github.com/<owner>/<repo>/releases.atom` lists the newest releases, each `<entry>` with a `<link>` to
 `.../releases/tag/<tag>` and a `<title>`. AMD publishes every ROCm Core SDK release in TheRock's repository, and
-AWS every Neuron SDK release in aws-neuron-sdk's; both are read here, beside the sources `outdated.py` reads (PyPI's
+AWS every Neuron SDK release in aws-neuron-sdk's; both are read here, beside `release_lines.py`'s sources (PyPI's
 ROCm plugins, which lag AMD's releases; AWS's release manifest). A feed that cannot be read is a `Problem`.
 
 The flow: text from the edge (`IndexClient.text`) -> `parse_feed` (pure; refuses what is not an Atom feed, and
