@@ -73,7 +73,8 @@ def _source(env: str, **urls: str) -> Ask:
     """`outdated`'s whole check of one environment, with one release source at `urls` (`{url}`: the server)."""
 
     def ask(server: HostileServer, timeout: float, tmp: Path) -> str | None:
-        from accelenv.upstream.outdated import ReleaseSourceUrls, check_matrix
+        from accelenv.upstream.outdated import ReleaseSourceUrls
+        from accelenv.upstream.survey import check_matrix
 
         where = {k: v.format(url=server.url, host=server.host) for k, v in urls.items()}
         sources = ReleaseSourceUrls(**{"registry": f"{server.host}/friendly", **where})

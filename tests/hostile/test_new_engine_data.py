@@ -22,8 +22,8 @@ from accelenv.build.image_config import MAX_CONFIG, config_from_archive, normali
 from accelenv.build.prune import ENV_LABEL, ImageRecord, human_bytes, plan_prune
 from accelenv.cli import main
 from accelenv.matrix.load import model_from_text
-from accelenv.plan.page import start_steps
 from accelenv.plan.report import html_page
+from accelenv.plan.start import start_steps
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from reference import REFERENCE_TEXT
 
 from accelenv.matrix import validate_text
-from accelenv.matrix.schema import TEXT_BLOCK, matrix_schema, strict_validator
+from accelenv.matrix.schema import matrix_schema
+from accelenv.matrix.schema_check import strict_validator
+from accelenv.matrix.schema_values import TEXT_BLOCK
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -18,7 +18,8 @@ import requests
 from hostkit import LoopbackServer
 
 from accelenv.matrix import load_matrix
-from accelenv.upstream.outdated import ReleaseSourceUrls, check_matrix, render_github
+from accelenv.upstream.outdated import ReleaseSourceUrls, render_github
+from accelenv.upstream.survey import check_matrix
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -19,7 +19,8 @@ from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import Matrix, Requirements, load_matrix
 from accelenv.upstream.indexes import PYPI_SIMPLE
-from accelenv.upstream.outdated import ReleaseSourceUrls, check_matrix, render_github
+from accelenv.upstream.outdated import ReleaseSourceUrls, render_github
+from accelenv.upstream.survey import check_matrix
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -124,10 +124,10 @@ def test_refresh_keeps_an_edit_made_while_it_asked_the_index(
 ) -> None:
     """refresh reads the matrix, asks the indexes (which can take minutes), then writes: an edit someone made
     meanwhile is not overwritten; refresh says so and writes nothing."""
-    from accelenv.upstream import outdated
+    from accelenv.upstream import survey
 
     path = matrix_with(tmp_path / "repo", {"demo-live": (demo_index, ["demo-lib==1.0"])})
-    real_check = outdated.check_matrix
+    real_check = survey.check_matrix
 
     def check_then_someone_edits(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
         result = real_check(*args, **kwargs)  # type: ignore[arg-type]
@@ -135,7 +135,7 @@ def test_refresh_keeps_an_edit_made_while_it_asked_the_index(
             handle.write("# a colleague's edit\n")
         return result
 
-    monkeypatch.setattr(outdated, "check_matrix", check_then_someone_edits)
+    monkeypatch.setattr(survey, "check_matrix", check_then_someone_edits)
     out = io.StringIO()
     code = main(["--matrix", str(path), "refresh", "--env", "demo-live", "--no-lock"], out=out)
     err = capsys.readouterr().err

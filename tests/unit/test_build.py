@@ -161,6 +161,7 @@ def no_context(plan: BuildPlan, context: Path) -> None:
 
 def build(engine: FakeEngine, plans: list[BuildPlan], tmp_path: Path, **kwargs: object) -> list[object]:
     options: dict[str, object] = {"nocache": False, "dry_run": False, "push": None, **kwargs}
+    options.setdefault("publish", engine.publish_index)  # the registry the fake keeps, not one on the network
     return list(
         build_images(
             engine,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from accelenv.check.cdi import container_cdi
 from accelenv.check.checks import check
+from accelenv.check.container import container_cdi
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.cdi import CdiSpec, parse, read_specs
 from accelenv.host.cdi_yaml import YamlError, loads

@@ -14,7 +14,8 @@ import pytest
 from hostkit import FakeRunner, Pci, capture, make_root, reorder_query
 from reference import REFERENCE_MATRIX
 
-from accelenv.check.checks import check, numeric_version
+from accelenv.check.checks import check
+from accelenv.check.driver import numeric_version
 from accelenv.check.rank import rank_environments
 from accelenv.check.verdict import Finding, Status, verdict, verdict_json
 from accelenv.host.discover import discover

@@ -11,7 +11,8 @@ from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
 from accelenv.errors import UsageError
-from accelenv.matrix.edit import parse_value, plan_add, plan_attach, typed_value
+from accelenv.matrix.edit import plan_add, plan_attach
+from accelenv.matrix.edit_values import parse_value, typed_value
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,9 @@ from reference import REFERENCE_MATRIX
 from accelenv.errors import UsageError
 from accelenv.matrix import Hold, Matrix, load_matrix
 from accelenv.upstream.indexes import UnusableAnswer, parse_pypi_json, parse_simple_html, parse_simple_json
-from accelenv.upstream.outdated import Finding, Problem, check_matrix, newest, render_github, render_table
+from accelenv.upstream.outdated import Finding, Problem, render_github, render_table
+from accelenv.upstream.packages import newest
+from accelenv.upstream.survey import check_matrix
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -463,7 +465,7 @@ class _CudaSession:
 def test_newer_cuda_releases_come_from_the_runtime_wheels() -> None:
 
     from accelenv.matrix import load_matrix
-    from accelenv.upstream.outdated import check_matrix
+    from accelenv.upstream.survey import check_matrix
 
     matrix = load_matrix(REFERENCE_MATRIX)
     session = _CudaSession()

@@ -12,7 +12,8 @@ from reference import REFERENCE_MATRIX
 from accelenv.matrix import Matrix, load_matrix
 from accelenv.plan import start
 from accelenv.plan.lock import LockState
-from accelenv.plan.page import html_page, page_data, start_steps
+from accelenv.plan.page import html_page, page_data
+from accelenv.plan.start import start_steps
 
 REPO = Path(__file__).resolve().parents[2]
 

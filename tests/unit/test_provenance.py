@@ -15,13 +15,13 @@ from reference import REFERENCE_MATRIX
 from accelenv.cli import main
 from accelenv.matrix import load_matrix
 from accelenv.plan import resolver
+from accelenv.plan.audit import declared_indexes
 from accelenv.plan.lock import lock_path, render_lock
 from accelenv.plan.provenance import (
     Hashes,
     LockedFile,
     Provenance,
     assess,
-    declared_indexes,
     keep_installable,
     normal_index,
     parse_pylock,

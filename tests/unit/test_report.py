@@ -21,10 +21,12 @@ from accelenv.host.report import HostReport, PythonInfo
 from accelenv.host.root import Root
 from accelenv.matrix import Matrix, load_matrix
 from accelenv.matrix.load import model_from_text
+from accelenv.plan.compatibility import preference, recommended, verdict
 from accelenv.plan.lock import LockState
-from accelenv.plan.page import cell, http_url, page_data, start_steps
-from accelenv.plan.report import html_page, markdown, preference, recommended, report_data, verdict
+from accelenv.plan.page import cell, http_url, page_data
+from accelenv.plan.report import html_page, markdown, report_data
 from accelenv.plan.sessions import session_specs
+from accelenv.plan.start import start_steps
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -105,8 +105,6 @@ class Engine(Protocol):
 
     def registry_has(self, reference: str) -> bool: ...
 
-    def publish_index(self, remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]: ...
-
     def pull(self, reference: str, on_line: Callable[[str], None]) -> None: ...  # by digest where it has one
 
 
@@ -472,16 +470,6 @@ class DockerEngine:
                 return False
             raise EngineError(f"cannot ask the registry about {reference}: {_explain(error)}") from error
         return True
-
-    def publish_index(self, remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]:
-        """`remote` (registry/repository:tag) as one OCI image index over the images pushed under
-        `platform_tags` (platform -> tag): (its digest, whether it was written). Through the registry API, since the
-        engine cannot make an index (`build.index`)."""
-        from accelenv import netio
-        from accelenv.build.index import publish_index
-
-        with netio.session() as session:
-            return publish_index(session, remote, platform_tags)
 
 
 def connect(timeout: float = 10.0) -> DockerEngine:

@@ -68,10 +68,13 @@ def build_images(
     push: str | None,
     out: TextIO,
     assemble_context: Callable[[BuildPlan, Path], None] | None = None,
+    publish: Callable[[str, dict[str, str]], tuple[str, bool]] | None = None,
     reproducible_id: bool = True,
 ) -> list[BuildResult]:
     """Build every plan in order; one failure does not stop the others. `reproducible_id`: give each image built
-    the id of its canonical config (`normalise_image`) rather than the one the builder stamps with the time."""
+    the id of its canonical config (`normalise_image`) rather than the one the builder stamps with the time. With
+    `push`, each environment's human tag is then published as one image index over its platforms, by `publish`
+    (default: `publish_through_registry`)."""
     assemble_context = assemble_context or (lambda plan, ctx: assemble(plan, ctx, source=source))
     results = []
     for plan in plans:
@@ -120,7 +123,7 @@ def build_images(
             )
         )
     if push and not dry_run:
-        results = _publish_indexes(engine, push, plans, results, out)
+        results = _publish_indexes(publish or publish_through_registry, push, plans, results, out)
     return results
 
 
@@ -132,8 +135,23 @@ def _tag_locally(engine: Engine, image_id: str, plan: BuildPlan) -> None:
         engine.tag(image_id, plan.human_tag)
 
 
+def publish_through_registry(remote: str, platform_tags: dict[str, str]) -> tuple[str, bool]:
+    """`remote` (registry/repository:tag) as one OCI image index over the images pushed under `platform_tags`
+    (platform -> tag): (its digest, whether it was written). Through the registry's API (`build.index`): the engine
+    pushes images but cannot make an index, so this is no part of its adapter."""
+    from accelenv import netio
+    from accelenv.build.index import publish_index
+
+    with netio.session() as session:
+        return publish_index(session, remote, platform_tags)
+
+
 def _publish_indexes(
-    engine: Engine, push: str, plans: list[BuildPlan], results: list[BuildResult], out: TextIO
+    publish: Callable[[str, dict[str, str]], tuple[str, bool]],
+    push: str,
+    plans: list[BuildPlan],
+    results: list[BuildResult],
+    out: TextIO,
 ) -> list[BuildResult]:
     """Per environment, the human tag in the registry as one OCI image index over every platform pushed in this
     run (`build.index`); a failure to write it fails that environment's results."""
@@ -147,7 +165,7 @@ def _publish_indexes(
     for env, platform_tags in tags.items():
         remote = f"{push.rstrip('/')}/{human[env]}"
         try:
-            digest, written = engine.publish_index(remote, platform_tags)
+            digest, written = publish(remote, platform_tags)
         except EngineError as error:
             failures[env] = f"the multi-platform tag {remote} was not published: {error}"
             out.write(f"{env}: FAILED: {failures[env]}\n")

@@ -1,4 +1,5 @@
-"""Findings about why a vendor tool failed, where the cause has a known fix of its own.
+"""Findings about the vendor tools: that they failed (`tools`), and why, where the cause has a known fix of its
+own.
 
 "Driver/library version mismatch" is NVML's word for a host whose user-space driver (libnvidia-ml, nvidia-smi) was
 upgraded while the old kernel module stayed loaded: nothing that uses the GPU works until the two match again, and
@@ -25,6 +26,22 @@ _MISMATCH = re.compile(r"(?:[A-Za-z ]{0,40}NVML: )?Driver/library version mismat
 _LIBRARY_VERSION = re.compile(r"NVML library version:\s*([0-9][0-9.]{0,30})", re.IGNORECASE)
 # NVIDIA's modules, in the order they unload (each one holds the next); nvidia_peermem, where loaded, goes first
 NVIDIA_MODULES = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia")
+
+
+def tool_errors(family: Family, acc: Accelerator) -> Iterator[Finding]:
+    """A `tools` finding when running or reading the family's vendor tools went wrong (the devices then come from
+    what else the host shows, and the checks that rest on the tools judge without them)."""
+    if not acc.errors:
+        return
+    tool = family.host_tools[0] if family.host_tools else "the vendor tool"
+    yield Finding(
+        id="tools",
+        status=Status.FAIL,
+        expected=f"{', '.join(family.host_tools)} answer",
+        found="; ".join(acc.errors),
+        message=f"{len(acc.errors)} problem(s) running or reading the vendor tools",
+        fix=f"make sure {tool} works on this host (run it by hand), then check again",
+    )
 
 
 def tool_faults(family: Family, acc: Accelerator | None, report: HostReport) -> Iterator[Finding]:

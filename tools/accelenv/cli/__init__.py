@@ -132,8 +132,10 @@ def command_spec(name: str) -> Command:
 
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
-    """The parser, with the arguments of `selected` only (every command is listed; the others are not
-    imported). `build_parser("*")` declares every command, for documentation and tests."""
+    """The parser of command `selected`, with its arguments: the one command a command line names needs no other
+    (an unknown or missing command gets them all, listed by name only and not imported, for `accelenv --help`
+    and the error that names the choices). `build_parser("*")` declares every command, for documentation and
+    tests."""
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="accelenv",
@@ -152,7 +154,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
             )
             spec.arguments(p)
             p.set_defaults(spec=spec)
-        else:
+        elif selected not in COMMANDS:
             sub.add_parser(name, help=entry.summary, add_help=False)
     return parser
 
@@ -326,15 +328,16 @@ class _Terminated(KeyboardInterrupt):
 
 def _terminate_as_interrupt() -> signal._HANDLER | None:
     """SIGTERM unwinds like Ctrl-C: the child process groups accelenv waits on (uv) are ended on the way out,
-    and nothing is left half-written (writes are atomic). Returns the handler it replaced."""
-    import threading
+    and nothing is left half-written (writes are atomic). Returns the handler it replaced; None where no handler
+    can be set (a thread other than the main one runs `main`, as tests do)."""
 
     def interrupted(signum: int, frame: object) -> None:
         raise _Terminated
 
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        return signal.signal(signal.SIGTERM, interrupted)
+    except ValueError:  # "signal only works in main thread of the main interpreter"
         return None
-    return signal.signal(signal.SIGTERM, interrupted)
 
 
 def _finish(stdout: TextIO, target: TextIO, code: int) -> int:

@@ -55,9 +55,10 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
         return _lock_check(args, matrix, envs, out)
     from accelenv.changeset import refuse_if_pending
     from accelenv.fileio import write_atomic
+    from accelenv.plan.audit import lock_provenance
     from accelenv.plan.digests import Verifier
     from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
-    from accelenv.plan.provenance import lock_provenance, relock
+    from accelenv.plan.provenance import relock
     from accelenv.plan.resolver import resolve
 
     repo = repo_of(args)
@@ -107,8 +108,9 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
 def _lock_image_dependencies(repo: Path, args: argparse.Namespace, out: TextIO, verify: Verifier | None) -> bool:
     """envs/accelenv-image.lock: what accelenv needs inside every image, hash-locked. False when it failed."""
     from accelenv.fileio import write_atomic
+    from accelenv.plan.audit import image_lock_provenance
     from accelenv.plan.lock import LockState, image_lock_path, image_lock_state
-    from accelenv.plan.provenance import image_lock_provenance, relock
+    from accelenv.plan.provenance import relock
     from accelenv.plan.render import IMAGE_DEPENDENCIES
     from accelenv.plan.resolver import resolve_image_lock
 
@@ -242,8 +244,8 @@ class _OsLocker:
 
 
 def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment], out: TextIO) -> int:
+    from accelenv.plan.audit import image_lock_provenance, lock_provenance
     from accelenv.plan.lock import LockState, glibc_of, image_lock_path, image_lock_state, lock_path, lock_state
-    from accelenv.plan.provenance import image_lock_provenance, lock_provenance
     from accelenv.plan.render import IMAGE_DEPENDENCIES
 
     repo = repo_of(args)

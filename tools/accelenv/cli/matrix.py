@@ -97,6 +97,7 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
     OS-package lock made against a local stand-in base in envs/<env>/ is an error."""
     from accelenv.build.overrides import committed_standin_lock
     from accelenv.matrix.problems import Problem, Severity
+    from accelenv.plan.audit import provenance_problems
     from accelenv.plan.lock import (
         LockState,
         glibc_of,
@@ -106,7 +107,6 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
         os_lock_path,
         os_lock_state,
     )
-    from accelenv.plan.provenance import provenance_problems
     from accelenv.plan.render import os_packages
 
     problems = []

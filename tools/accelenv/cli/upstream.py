@@ -28,8 +28,9 @@ def outdated(args: argparse.Namespace, out: TextIO) -> int:
     import os
 
     from accelenv import netio
-    from accelenv.upstream.outdated import as_json, check_matrix, render_github, render_table
+    from accelenv.upstream.outdated import as_json, render_github, render_table
     from accelenv.upstream.settings import read_index_settings
+    from accelenv.upstream.survey import check_matrix
 
     matrix = matrix_of(args)
     settings = read_index_settings(os.environ)
@@ -124,9 +125,9 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.edit import diff
     from accelenv.matrix.load import load_matrix
     from accelenv.upstream.indexes import IndexClient
-    from accelenv.upstream.outdated import check_matrix
     from accelenv.upstream.refresh import TpuLine, plan_refresh, summary_markdown, tpu_line
     from accelenv.upstream.settings import read_index_settings
+    from accelenv.upstream.survey import check_matrix
 
     path = find_matrix(args.matrix)
     if args.resume or args.undo:

@@ -1,5 +1,5 @@
 """CDI spec files (`/etc/cdi`, `/var/run/cdi`): read, parsed and summarised into plain data a snapshot carries,
-so `check` can judge them on another machine (`check/cdi.py`) and `run` can name their devices
+so `check` can judge them on another machine (`check/container.py`) and `run` can name their devices
 (`build/wiring.py`).
 
 A summary keeps what the judgement needs: whether the file parses, its `cdiVersion` and `kind`, its device
@@ -13,8 +13,6 @@ import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from accelenv.host.cdi_yaml import YamlError, loads
 
 if TYPE_CHECKING:
     from accelenv.host.root import Root
@@ -86,10 +84,14 @@ def parse(path: str, text: str) -> Any:
     be written as JSON, which is YAML too)."""
     if path.endswith(".json") or text.lstrip().startswith("{"):
         return json.loads(text)
+    from accelenv.host.cdi_yaml import loads  # only a host with YAML specs needs the YAML reader
+
     return loads(text)
 
 
 def summarise(path: str, text: str, root: Root) -> CdiSpec:
+    from accelenv.host.cdi_yaml import YamlError
+
     try:
         data = parse(path, text)
     except (YamlError, json.JSONDecodeError, RecursionError) as error:

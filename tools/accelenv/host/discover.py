@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv.host.pci import PCI_DEVICES, device_nodes, module_versions, scan_pci
-from accelenv.host.probes import STATED_SKU, FamilyProbe, ProbeContext, ToolView, followups
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
 from accelenv.host.report import PASSTHROUGH_DRIVERS, Accelerator, Device, HostReport, PciDevice, PythonInfo
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from accelenv.host.facts import DeviceFacts
+    from accelenv.host.probes import FamilyProbe, ToolView
     from accelenv.host.root import Root
     from accelenv.host.run import Runner, ToolResult
     from accelenv.matrix import Family, Matrix
@@ -107,35 +107,23 @@ def discover(
     python = python or python_info()
     pci = {family: [_with_physfn(root, p) for p in found] for family, found in scan_pci(root, matrix).items()}
 
-    jobs = [
-        (family.id, key, argv)
-        for family in selected
-        if family.id in registry
-        for key, argv in registry[family.id].commands().items()
-    ]
-    outcomes = runner.run_all([argv for _, _, argv in jobs])
     results: dict[str, dict[str, ToolResult]] = {}
-    for (family_id, key, _), outcome in zip(jobs, outcomes, strict=True):
-        results.setdefault(family_id, {})[key] = outcome
-    # a second round only for probes whose tool refused a command of the first (an older driver's nvidia-smi)
-    retries = [
-        (family_id, key, argv)
-        for family_id, said in results.items()
-        for key, argv in followups(registry[family_id], said).items()
-    ]
-    for (family_id, key, _), outcome in zip(retries, runner.run_all([argv for _, _, argv in retries]), strict=True):
-        results[family_id][key] = outcome
-
-    ctx = ProbeContext(root=root, environ=environ, distributions=python.distributions, fetch_metadata=fetch_metadata)
     accelerators = []
-    for family in selected:
-        probe = registry.get(family.id)
-        view = probe.interpret(ctx, results.get(family.id, {})) if probe else ToolView()
-        accelerator = _accelerator(
-            matrix, family, root=root, view=view, pci=pci.get(family.id, []), results=results.get(family.id, {})
+    if selected:  # families with devices: their tools run, their probes read what the tools said
+        from accelenv.host.probes import ProbeContext, ToolView
+
+        results = _run_tools(selected, registry, runner)
+        ctx = ProbeContext(
+            root=root, environ=environ, distributions=python.distributions, fetch_metadata=fetch_metadata
         )
-        if wanted is not None or _seen(accelerator, results.get(family.id, {})):
-            accelerators.append(accelerator)
+        for family in selected:
+            probe = registry.get(family.id)
+            view = probe.interpret(ctx, results.get(family.id, {})) if probe else ToolView()
+            accelerator = _accelerator(
+                matrix, family, root=root, view=view, pci=pci.get(family.id, []), results=results.get(family.id, {})
+            )
+            if wanted is not None or _seen(accelerator, results.get(family.id, {})):
+                accelerators.append(accelerator)
     topo = results.get("nvidia", {}).get("nvidia-smi-topo")
     summary: dict[str, object] = {}
     if topology:
@@ -155,6 +143,33 @@ def discover(
         raw={key: r for family_results in results.values() for key, r in family_results.items()},
         unreadable=root.unreadable,  # every read is done: what could not be read is known now
     )
+
+
+def _run_tools(
+    selected: list[Family], registry: Mapping[str, FamilyProbe], runner: Runner
+) -> dict[str, dict[str, ToolResult]]:
+    """family -> command key -> what the tool said: every probe's commands at once, then a second round only for
+    probes whose tool refused a command of the first (an older driver's nvidia-smi)."""
+    from accelenv.host.probes import followups
+
+    jobs = [
+        (family.id, key, argv)
+        for family in selected
+        if family.id in registry
+        for key, argv in registry[family.id].commands().items()
+    ]
+    outcomes = runner.run_all([argv for _, _, argv in jobs])
+    results: dict[str, dict[str, ToolResult]] = {}
+    for (family_id, key, _), outcome in zip(jobs, outcomes, strict=True):
+        results.setdefault(family_id, {})[key] = outcome
+    retries = [
+        (family_id, key, argv)
+        for family_id, said in results.items()
+        for key, argv in followups(registry[family_id], said).items()
+    ]
+    for (family_id, key, _), outcome in zip(retries, runner.run_all([argv for _, _, argv in retries]), strict=True):
+        results[family_id][key] = outcome
+    return results
 
 
 def _with_physfn(root: Root, device: PciDevice) -> PciDevice:
@@ -244,6 +259,8 @@ def match_sku(
 
 
 def _from_tool(matrix: Matrix, family: str, facts: DeviceFacts, pci: list[PciDevice]) -> Device:
+    from accelenv.host.probes import STATED_SKU
+
     device_id = facts.pci_device_id
     if device_id is None and facts.pci_bus_id:
         device_id = next((p.device_id for p in pci if p.address == facts.pci_bus_id.lower()), None)

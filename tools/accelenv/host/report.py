@@ -7,10 +7,11 @@ tool outputs behind it, and `check` judges a report without knowing whether it i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accelenv.host.cdi import CdiSpec
-from accelenv.host.run import ToolResult
+if TYPE_CHECKING:
+    from accelenv.host.cdi import CdiSpec
+    from accelenv.host.run import ToolResult
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
@@ -145,6 +146,9 @@ class HostReport:
     def from_json(cls, data: Json) -> HostReport:
         """Rebuild a report from `as_json` output (a snapshot). Raises KeyError/TypeError on a bad shape;
         the snapshot loader turns those into a clear error."""
+        from accelenv.host.cdi import CdiSpec  # a live report never reads these back: `check` does not import them
+        from accelenv.host.run import ToolResult
+
         python = data["python"]
         return cls(
             root=str(data["root"]),

@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Mapping, Sequence
 
 DEFAULT_TIMEOUT = 10.0
@@ -115,6 +115,8 @@ class ToolRunner:
             if present:
                 return result(None, "", "", f"{argv[0]} is not permitted to run: {present} is not executable")
             return result(None, "", "", f"{argv[0]} not found on PATH")
+        import subprocess  # only when a tool is there to run: a check that runs none does without
+
         marker = os.urandom(8).hex()
         env = {**os.environ, "PATH": self.path, "LC_ALL": "C", CHILD_MARKER: marker}
         try:
@@ -148,11 +150,9 @@ class ToolRunner:
 
     def run_all(self, commands: Sequence[Sequence[str]]) -> list[ToolResult]:
         """Run several tools at once; the whole batch is bounded by the per-call timeout."""
-        if not commands:
-            return []
-        if len(commands) == 1:
-            return [self.run(commands[0])]
-        from concurrent.futures import ThreadPoolExecutor  # imported when there is more than one tool to run
+        if sum(self.which(argv[0]) is not None for argv in commands) <= 1:  # a missing tool answers at once
+            return [self.run(argv) for argv in commands]
+        from concurrent.futures import ThreadPoolExecutor  # imported when there is more than one tool to wait for
 
         with ThreadPoolExecutor(max_workers=min(8, len(commands))) as pool:
             return list(pool.map(self.run, commands))
@@ -234,6 +234,8 @@ def _capture(proc: subprocess.Popen[bytes], timeout: float) -> _Captured:
 
 
 def _exits_by(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    import subprocess
+
     try:
         proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -244,6 +246,7 @@ def _exits_by(proc: subprocess.Popen[bytes], deadline: float) -> bool:
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """End the tool's process group (the tool and every child it started), then reap the tool."""
     import signal
+    import subprocess
 
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -288,6 +291,8 @@ def run_in_group(
     """`subprocess.run` for a child accelenv waits on (uv): in its own process group, ended as a group when it
     times out or when accelenv is stopped meanwhile (the exception is raised again). Raises FileNotFoundError
     and subprocess.TimeoutExpired like `subprocess.run`."""
+    import subprocess
+
     marker = os.urandom(8).hex()
     environment = {**(os.environ if env is None else env), CHILD_MARKER: marker}
     with subprocess.Popen(

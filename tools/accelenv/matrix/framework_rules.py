@@ -2,7 +2,7 @@
 
 A framework from the lock is one of the environment's pins at that exact version; one from the base image is
 pinned nowhere (a lock pin would install a second copy over the vendor's); its build is the runtime's wheel tag.
-Registered with the other rules by the import at the end of `rules.py`.
+Registered with the other rule families by `rules.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from accelenv.matrix.model import FrameworkSource, canonical_name
 from accelenv.matrix.problems import Severity
-from accelenv.matrix.rules import Finding, rule
+from accelenv.matrix.rulebook import Finding, rule
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

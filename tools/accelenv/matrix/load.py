@@ -8,7 +8,6 @@ reported a second time.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -22,7 +21,6 @@ from packaging.version import InvalidVersion, Version
 from accelenv import __version__
 from accelenv.errors import MatrixInvalidError, MatrixNotFoundError, UsageError
 from accelenv.fileio import kind_of, read_bytes
-from accelenv.matrix.locate import LineIndex
 from accelenv.matrix.model import (
     CiTier,
     DriverRelease,
@@ -105,9 +103,9 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
     except RecursionError:  # tomllib recurses per nesting level: `a = [[[[...` a few hundred deep
         problem = Problem(path="", message="not valid TOML: values nested too deeply to read", rule="toml")
         return Validation(source=source, matrix=None, problems=(problem,))
-    from accelenv.matrix import ray_rules  # noqa: F401 - registers its rule
+    from accelenv.matrix.locate import LineIndex
     from accelenv.matrix.rules import check_rules
-    from accelenv.matrix.schema import schema_errors  # jsonschema is the slowest import; only validation needs it
+    from accelenv.matrix.schema_check import schema_errors  # jsonschema: the slowest import; only validation
 
     lines = LineIndex(text)
     problems: list[Problem] = []
@@ -159,20 +157,22 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     """The model of a valid matrix; raises `MatrixInvalidError` with every error when it is not valid.
 
     A matrix whose exact text this exact accelenv already validated is not validated again (see `_cache_key`):
-    commands such as `check` then start in a fraction of the time. `accelenv validate` never uses the cache."""
+    commands such as `check` then start in a fraction of the time, at about the cost of reading the file.
+    `accelenv validate` never uses the cache."""
     data = None
     if use_cache and not os.environ.get("ACCELENV_NO_CACHE"):
         with contextlib.suppress(UsageError):  # validate_file below says what is wrong with it
             data = read_bytes(path, what="matrix")
     key = _cache_key(data) if data is not None else None
     cached = _cache_dir() / f"{key}.json" if key else None
-    if cached is not None:
+    if cached is not None and data is not None:
         with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError, UsageError):
-            # the document this exact text parsed to, as JSON: no TOML parser to import, no validation to repeat
-            document = json.loads(read_bytes(cached, what="matrix cache"))
-            matrix, problems = _build(document, set(), str(path), check_requirements=False)
-            if not problems:
-                return matrix
+            # the text, and the document it parsed to, as JSON: no TOML parser to import, no validation to repeat
+            entry = json.loads(read_bytes(cached, what="matrix cache"))
+            if entry["text"] == data.decode("utf-8"):  # the name is a checksum: the text itself decides
+                matrix, problems = _build(entry["document"], set(), str(path), check_requirements=False)
+                if not problems:
+                    return matrix
     validation = _validate_bytes(data, str(path)) if data is not None else validate_file(path)  # read once
     if not validation.ok or validation.matrix is None:
         raise MatrixInvalidError(validation.source, validation.problems)
@@ -180,7 +180,9 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
         import tomllib
 
         with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
-            _write_cache(cached, json.dumps(tomllib.loads(data.decode("utf-8")), separators=(",", ":")))
+            text = data.decode("utf-8")
+            entry = {"text": text, "document": tomllib.loads(text)}
+            _write_cache(cached, json.dumps(entry, separators=(",", ":")))
     return validation.matrix
 
 
@@ -227,17 +229,23 @@ def _cache_dir() -> Path:
 
 
 def _cache_key(data: bytes) -> str | None:
-    """sha256 of the matrix text, accelenv's version, and the size and mtime of the matrix core's source files
-    (so an edited rule in a development checkout invalidates it). None when a source file cannot be read."""
+    """The name of the cache entry of the matrix text `data`: the text's length and CRC-32, and a CRC-32 of
+    accelenv's version with the size and mtime of the matrix core's source files (so an edited rule in a
+    development checkout invalidates it). A name only: the entry holds the text it was made from, and `load_matrix`
+    uses it only for that exact text, so a checksum does (a cryptographic hash would cost more to import than
+    the rest of the lookup). None when a source file cannot be read."""
+    import zlib
+
+    stamp = [__version__]
     try:
-        digest = hashlib.sha256(data)
-        digest.update(__version__.encode())
-        for source in sorted(Path(__file__).parent.glob("*.py")):
-            stat = source.stat()
-            digest.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        with os.scandir(Path(__file__).parent) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.endswith(".py"):
+                    info = entry.stat()
+                    stamp.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
     except OSError:
         return None
-    return digest.hexdigest()
+    return f"{len(data)}-{zlib.crc32(data):08x}-{zlib.crc32(chr(0).join(stamp).encode()):08x}"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The rule on Ray's name for each SKU (`ray_accelerator_type`), registered with the others in `rules`.
+"""The rule on Ray's name for each SKU (`ray_accelerator_type`), registered with the other rule families by `rules.py`.
 
 A SKU with neither is a warning of the `change` kind, so `validate --strict` (what a vendor's change must pass)
 names it: without Ray's name `check --ray` cannot compare the type Ray reports for the node. That the shipped
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.problems import Severity
-from accelenv.matrix.rules import Finding, rule
+from accelenv.matrix.rulebook import Finding, rule
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -5,7 +5,6 @@ Pure: takes the model, returns plain JSON-ready data in a stable order.
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
@@ -71,6 +70,8 @@ def pip_command(env: Environment) -> list[str]:
 
 
 def resolve(matrix: Matrix, env: Environment) -> Json:
+    import shlex  # `show` quotes the install command; `check`, which finds environments here, does not
+
     family = matrix.families[env.family]
     rt = matrix.runtimes[env.runtime]
     image = rt.base_images[env.os]

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from accelenv.plan.report import verdict
+from accelenv.plan.compatibility import verdict
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix

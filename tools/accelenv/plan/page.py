@@ -13,17 +13,18 @@ same input gives the same bytes.
 from __future__ import annotations
 
 import html
-import shlex
+import json
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from accelenv.matrix.resolve import driver_floor, index_options, pip_command
-from accelenv.plan.lock import LOCK_NAME, LockState
+from accelenv.matrix.resolve import driver_floor
+from accelenv.plan.compatibility import GENERATED, preference, recommended, verdict
+from accelenv.plan.lock import LockState
 from accelenv.plan.render import human_tag
-from accelenv.plan.report import GENERATED, preference, recommended, script_json, verdict
 from accelenv.plan.sessions import session_specs
+from accelenv.plan.start import gate, stamp_html, start_steps
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -124,68 +125,11 @@ def _lock_badge(lock: LockState | None, env: Environment) -> str:
 # ---------------------------------------------------------------------------------------------------- data
 
 
-@dataclass(frozen=True, kw_only=True)
-class Step:
-    """One step of "Get started": what it does, and the shell text a reader copies (empty: nothing to run)."""
-
-    label: str
-    text: str
-    note: str = ""
-    available: bool = True  # False: it would fail now (`plan.start.gate`), `why` says why and `fix` what to do
-    why: str = ""
-    fix: str = ""
-
-
-def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, session: str) -> list[Step]:
-    """The commands that set `env` up, in order: the nox session (`session`, the family's when `env` is its
-    default), the host check, the image with the environment's tests, and plain pip for a reader without
-    accelenv: the lock with hashes when it is current, else the pins (unhashed) and why."""
-    tests = list(env.tests) or ["tests/devices"]
-    steps = [
-        Step(
-            label="Check the host, install the lock and run the tests, in one step",
-            text=shlex.join(["nox", "-s", session]),
-            note="the family's default environment" if env.default else "this environment's own session",
-        ),
-        Step(label="Or step by step: verify this host first", text=shlex.join(["accelenv", "check", env.id])),
-        Step(
-            label="Build the image and run the environment's tests in it",
-            text=shlex.join(["accelenv", "build", env.id])
-            + " && "
-            + shlex.join(["accelenv", "run", env.id, "--", "pytest", *tests]),
-        ),
-    ]
-    python = f"python{env.python}"
-    indexes = index_options(env)
-    if lock in (LockState.CURRENT, None):
-        lock_file = f"envs/{env.id}/{LOCK_NAME}"
-        steps.append(
-            Step(
-                label=f"Without accelenv: the locked requirements, into Python {env.python}",
-                text=f"{shlex.join([python, '-m', 'venv', '.venv'])} && . .venv/bin/activate\n"
-                + shlex.join(["pip", "install", "--require-hashes", "--no-deps", *indexes, "-r", lock_file]),
-                note="" if lock else "the lock's state is not known to this page",
-            )
-        )
-    else:
-        why = "is not locked" if lock is LockState.UNLOCKED else "has a stale lock"
-        steps.append(
-            Step(
-                label=f"Without accelenv: {env.id} {why} (accelenv lock {env.id}); its pins, without hashes, "
-                f"into Python {env.python}",
-                text=shlex.join(pip_command(env)),
-            )
-        )
-    return steps
-
-
 def page_data(
     matrix: Matrix, locks: Mapping[str, LockState] | None, images: Mapping[str, Unavailable | None] | None = None
 ) -> dict[str, Any]:
     """What the script needs: each SKU's cells (the picker), each environment's driver rule (the driver check).
     `images`: why each environment's image cannot be built now (`plan.start.image_blockers`; absent: unknown)."""
-    from accelenv.plan.start import gate
-
     locks = locks or {}
     images = images or {}
     sessions: dict[str, str] = {}
@@ -515,8 +459,6 @@ def html_page(
     """The page. `locks` maps environment ids to their lock state (absent: not shown); `images`, why an
     environment's image cannot be built now; `stamp`, what the page was made from (`plan.start`); `evidence`, the
     Evidence section from result records (plan/evidence.py), absent when no records were given."""
-    from accelenv.plan.start import stamp_html
-
     locks = dict(locks or {})
     n_runs = sum(
         1
@@ -597,3 +539,10 @@ def html_page(
         "</html>",
     ]
     return "\n".join(body) + "\n"
+
+
+def script_json(data: object) -> str:
+    """JSON to embed in a <script> element: `<`, `>` and `&` as \\u escapes, so no value can close the element
+    or open a comment (`</script>`, `<!--<script>`), whatever the matrix says."""
+    text = json.dumps(data, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -8,8 +8,8 @@ install), and one header line says whether each was downloaded and its sha256 ch
 taken from the index's answer as it was (`lock --no-verify`).
 
 `assess` reads a lock's text (untrusted: a hand edit, a merge) against the indexes the environment declares,
-offline, for `lock --check` and `validate`; it and everything else here is pure, but for the three functions at
-the end that read a lock (through `plan.lock.read_lock`) to assess it.
+offline, for `lock --check` and `validate`; it and everything else here is pure. `audit.py` reads the
+repository's locks (through `plan.lock.read_lock`) and assesses each.
 """
 
 from __future__ import annotations
@@ -21,14 +21,9 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
-from accelenv.plan.lock import PYPI
-
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from pathlib import Path
 
-    from accelenv.matrix import Environment
-    from accelenv.matrix.problems import Problem
 
 HASHES_VERIFIED = "# hashes: verified: accelenv lock downloaded every file named here and checked its sha256"
 HASHES_UNVERIFIED = (
@@ -143,13 +138,6 @@ class LockedFile:
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-
-
-def declared_indexes(env: Environment) -> tuple[str, ...]:
-    """The indexes a lock of `env` may take pins from: its index_url (PyPI when it declares none) and its
-    extra_index_urls, as `normal_index` writes them."""
-    urls = [env.requirements.index_url or PYPI, *env.requirements.extra_index_urls]
-    return tuple(dict.fromkeys(normal_index(url) for url in urls))
 
 
 def normal_index(url: str) -> str:
@@ -308,45 +296,3 @@ def _continuations(lines: list[str]) -> list[str]:
         if (is_pin or _HASH.match(line)) and i + 1 < len(out) and _HASH.match(out[i + 1]):
             out[i] = line + " \\"
     return out
-
-
-# ---------------------------------------------------------------------------------------------------- the files
-
-
-def lock_provenance(repo: Path, env: Environment) -> LockProvenance | None:
-    """What the environment's lock says about its pins' indexes and hashes (None: no lock)."""
-    from accelenv.plan.lock import lock_path, read_lock
-
-    path = lock_path(repo, env.id)
-    text = read_lock(repo, path, what="lock file")
-    if text is None:
-        return None
-    return assess(text, declared_indexes(env), where=str(path.relative_to(repo)), env_id=env.id)
-
-
-def image_lock_provenance(repo: Path) -> LockProvenance | None:
-    """The same for envs/accelenv-image.lock, resolved from PyPI alone."""
-    from accelenv.plan.lock import image_lock_path, read_lock
-
-    path = image_lock_path(repo)
-    text = read_lock(repo, path, what="lock file")
-    if text is None:
-        return None
-    return assess(text, (PYPI,), where=str(path.relative_to(repo)), env_id="")
-
-
-def provenance_problems(repo: Path, env: Environment) -> list[Problem]:
-    """For `validate`: a current lock's pins from an index the environment does not declare (errors), and a lock
-    that does not record where its pins came from or whose hashes were not checked (a warning that needs an index
-    to fix, so `validate --release` fails on it)."""
-    from accelenv.matrix.problems import Problem, Severity
-
-    found = lock_provenance(repo, env)
-    if found is None:
-        return []
-    problems = [Problem(path=f"envs.{env.id}", message=message, rule="lock") for message in found.problems]
-    if found.shortfall is not None:
-        what, why = found.shortfall
-        message = f"has {what} ({why}); run `{relock(env.id)}` where its indexes are reachable"
-        problems.append(Problem(path=f"envs.{env.id}", message=message, severity=Severity.WARNING, rule="lock"))
-    return problems

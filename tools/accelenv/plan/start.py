@@ -1,4 +1,5 @@
-"""What the page's "Get started" may recommend for an environment in its current state, and the page's stamp.
+"""The page's "Get started": the steps that set an environment up, which of them it may recommend in the
+environment's current state, and the page's stamp.
 
 A step that would fail now (a nox session without a current lock, `accelenv build` of an environment whose OS
 package lock is missing) is not offered as a command to copy: it is shown as not available, with why and the
@@ -11,20 +12,76 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import html
+import shlex
 import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from accelenv.plan.lock import LockState
+from accelenv.matrix.resolve import index_options, pip_command
+from accelenv.plan.lock import LOCK_NAME, LockState
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from accelenv.matrix.model import Environment, Matrix
-    from accelenv.plan.page import Step
 
 GIT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One step of "Get started": what it does, and the shell text a reader copies (empty: nothing to run)."""
+
+    label: str
+    text: str
+    note: str = ""
+    available: bool = True  # False: it would fail now (`plan.start.gate`), `why` says why and `fix` what to do
+    why: str = ""
+    fix: str = ""
+
+
+def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, session: str) -> list[Step]:
+    """The commands that set `env` up, in order: the nox session (`session`, the family's when `env` is its
+    default), the host check, the image with the environment's tests, and plain pip for a reader without
+    accelenv: the lock with hashes when it is current, else the pins (unhashed) and why."""
+    tests = list(env.tests) or ["tests/devices"]
+    steps = [
+        Step(
+            label="Check the host, install the lock and run the tests, in one step",
+            text=shlex.join(["nox", "-s", session]),
+            note="the family's default environment" if env.default else "this environment's own session",
+        ),
+        Step(label="Or step by step: verify this host first", text=shlex.join(["accelenv", "check", env.id])),
+        Step(
+            label="Build the image and run the environment's tests in it",
+            text=shlex.join(["accelenv", "build", env.id])
+            + " && "
+            + shlex.join(["accelenv", "run", env.id, "--", "pytest", *tests]),
+        ),
+    ]
+    python = f"python{env.python}"
+    indexes = index_options(env)
+    if lock in (LockState.CURRENT, None):
+        lock_file = f"envs/{env.id}/{LOCK_NAME}"
+        steps.append(
+            Step(
+                label=f"Without accelenv: the locked requirements, into Python {env.python}",
+                text=f"{shlex.join([python, '-m', 'venv', '.venv'])} && . .venv/bin/activate\n"
+                + shlex.join(["pip", "install", "--require-hashes", "--no-deps", *indexes, "-r", lock_file]),
+                note="" if lock else "the lock's state is not known to this page",
+            )
+        )
+    else:
+        why = "is not locked" if lock is LockState.UNLOCKED else "has a stale lock"
+        steps.append(
+            Step(
+                label=f"Without accelenv: {env.id} {why} (accelenv lock {env.id}); its pins, without hashes, "
+                f"into Python {env.python}",
+                text=shlex.join(pip_command(env)),
+            )
+        )
+    return steps
 
 
 @dataclass(frozen=True, kw_only=True)

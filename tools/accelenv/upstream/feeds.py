@@ -3,7 +3,7 @@ vendors release there.
 
 `https://github.com/<owner>/<repo>/releases.atom` lists the newest releases, each `<entry>` with a `<link>` to
 `.../releases/tag/<tag>` and a `<title>`. AMD publishes every ROCm Core SDK release in TheRock's repository, and
-AWS every Neuron SDK release in aws-neuron-sdk's; both are read here, beside the sources `outdated.py` reads (PyPI's
+AWS every Neuron SDK release in aws-neuron-sdk's; both are read here, beside `release_lines.py`'s sources (PyPI's
 ROCm plugins, which lag AMD's releases; AWS's release manifest). A feed that cannot be read is a `Problem`.
 
 The flow: text from the edge (`IndexClient.text`) -> `parse_feed` (pure; refuses what is not an Atom feed, and
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from accelenv.upstream.indexes import _Failure
-from accelenv.upstream.outdated import Finding, Problem, _new_line
+from accelenv.upstream.outdated import Finding, Problem, new_line
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Environment, Matrix
@@ -137,7 +137,7 @@ def feed_releases(
             out.append(Problem(env=family, name=name, index=url, message=message))
             continue
         runtimes = [(r.version, r) for r in matrix.runtimes.values() if r.family == family and r.version is not None]
-        finding = _new_line(
+        finding = new_line(
             runtimes,
             top.version.major,
             top.version,

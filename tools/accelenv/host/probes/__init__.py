@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from accelenv.host.facts import ParseError
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
@@ -93,6 +91,8 @@ def parsed(text: str | None, parse: Callable[[str], T], errors: list[str]) -> T 
     """`parse(text)`; None when there is no text or it does not parse, the ParseError then added to `errors`."""
     if text is None:
         return None
+    from accelenv.host.facts import ParseError  # the probes that parse import it; the system facts need not
+
     try:
         return parse(text)
     except ParseError as error:

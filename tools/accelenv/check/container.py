@@ -1,4 +1,5 @@
-"""`container.cdi`: are the host's CDI specs usable for the environment's family? Pure, like `checks.py`.
+"""The container: are the host's CDI specs usable for the environment's family (`container.cdi`)? Pure, like
+`checks.py`.
 
 CDI has its own version of the project's headline failure: after a driver upgrade the spec still names the old
 driver's libraries and every container asking for the device fails to start (nvidia-container-toolkit issue
