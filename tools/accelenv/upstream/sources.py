@@ -1,4 +1,4 @@
-"""The release sources with modules of their own, asked by `outdated.check_matrix` after the package indexes:
+"""The release sources with modules of their own, asked by `survey.check_matrix` after the package indexes:
 vendors' release feeds (`feeds.py`), pci.ids (`pciids.py`), NVIDIA's driver branches (`nvidia_branches.py`) and
 registries' tag lists (`registry_tags.py`). Each answers `Finding`s and `Problem`s, never raises."""
 
