@@ -361,3 +361,39 @@ def test_ray_connect_gives_way_to_signals(matrix: Path, silent_port: int, sig: i
         process.communicate()  # reaped here, so a failure here is reported here alone
         pytest.fail(f"accelenv ignored signal {sig} while connecting to Ray")
     assert process.returncode == code, err
+
+
+def test_the_ray_connect_wait_gives_way_to_a_signal_another_thread_took() -> None:
+    """A process signal goes to any thread that does not block it, Ray's own threads among them; the handler then
+    runs only when the main thread is back in the interpreter. The wait for Ray's connect must come back to it
+    (short waits), or Ctrl-C waits for the whole --ray-timeout. Delivered here to a bystander thread on purpose."""
+    import threading
+
+    from accelenv.cluster.ray import _wait
+
+    never = threading.Event()
+    ready, release = threading.Event(), threading.Event()
+
+    def bystander() -> None:
+        ready.set()
+        release.wait(30)
+
+    thread = threading.Thread(target=bystander, daemon=True)
+    thread.start()
+    ready.wait(5)
+    assert thread.ident is not None
+    timer = threading.Timer(0.3, signal.pthread_kill, args=(thread.ident, signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _wait(never, 60.0)
+    finally:
+        release.set()
+        timer.join()
+        thread.join(5)
+    assert time.monotonic() - start < 5
+    assert _wait(never, 0.3) is False
+    done = threading.Event()
+    threading.Timer(0.2, done.set).start()
+    assert _wait(done, 30.0) is True

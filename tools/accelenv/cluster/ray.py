@@ -242,7 +242,7 @@ def _connect(ray: Any, address: str, timeout: float) -> None:
     with _quiet("ray._private.worker"):  # "SIGTERM handler is not set ... not the main thread": as intended
         threading.Thread(target=connect, name="accelenv-ray-connect", daemon=True).start()
         try:
-            connected = done.wait(timeout)
+            connected = _wait(done, timeout)
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM while Ray is still connecting: nothing of Ray's was made that needs shutting
             # down, and Ray's exit hook (ray.shutdown, which imports its DAG machinery first) would hold the
@@ -259,6 +259,18 @@ def _connect(ray: Any, address: str, timeout: float) -> None:
     if failures:
         first = (str(failures[0]).strip().splitlines() or [type(failures[0]).__name__])[0][:300]
         raise UsageError(f"cannot connect to the Ray cluster at {address}: {first}")
+
+
+def _wait(done: threading.Event, timeout: float) -> bool:
+    """`done.wait(timeout)` in short waits. A signal is delivered to any thread that does not block it, and Ray's
+    connect starts threads of its own: when one of them takes the SIGINT or SIGTERM, a single long wait of this
+    thread is not interrupted, and the handler (which runs only here) would wait for the timeout. Each short wait
+    ends back in the interpreter, which runs the handler."""
+    deadline = time.monotonic() + timeout
+    while not done.wait(min(0.2, max(deadline - time.monotonic(), 0.0))):
+        if time.monotonic() >= deadline:
+            return False
+    return True
 
 
 def _refuse_unreachable(address: str, timeout: float) -> None:
