@@ -256,7 +256,25 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def kill_marked(marker: str) -> list[int]:
     """End every process whose environment holds `ACCELENV_CHILD=<marker>` (descendants of one run, also those
-    that left its process group with setsid). Returns their ids."""
+    that left its process group with setsid). Returns their ids. A process caught between fork and exec shows no
+    environment for a moment (and one may fork again while it is ended), so the scan is repeated, a few
+    milliseconds apart, until one finds nothing more (at most `_SCANS` times)."""
+    import time
+
+    killed: list[int] = []
+    for attempt in range(_SCANS):
+        found = _kill_marked_once(marker)
+        killed += found
+        if not found and attempt:
+            break
+        time.sleep(0.005)
+    return killed
+
+
+_SCANS = 5
+
+
+def _kill_marked_once(marker: str) -> list[int]:
     import signal
 
     needle = f"{CHILD_MARKER}={marker}".encode()
