@@ -4,16 +4,20 @@ training on the whole batch ends. Across every node of the cluster (two loopback
 
 from __future__ import annotations
 
-import pytest
-from conformancekit import STEPS, backend_of, data, form, ray_cluster, reference, spawn
-from devicekit import Expected, need_devices
+from typing import TYPE_CHECKING
+
+from conformancekit import STEPS, backend_of, data, form, need_torch, ray_cluster, reference, spawn
+from devicekit import need_devices
 
 from accelenv.results.plugin import current_run
 
+if TYPE_CHECKING:
+    import pytest
+    from devicekit import Expected
+
 
 def test_all_reduce_and_training_match_a_single_process(expected: Expected, request: pytest.FixtureRequest) -> None:
-    torch = pytest.importorskip("torch")
-    ray = pytest.importorskip("ray")
+    torch, ray = need_torch(expected)
     family = expected.env.family
     if family != "cpu":
         need_devices(expected, expected.device_count)

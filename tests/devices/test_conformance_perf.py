@@ -12,7 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conformancekit import backend_of, form, free_port_on, median, ray_cluster, spawn, timed
+from conformancekit import backend_of, form, free_port_on, median, need_torch, ray_cluster, spawn, timed
 from devicekit import Expected, need_devices
 
 from accelenv.results.plugin import current_run
@@ -28,8 +28,13 @@ class PerformanceWarning(UserWarning):
     """A conformance figure below the environment's stated fraction of the SKU's peak, or without a peak."""
 
 
-def _device(family: str) -> Any:
-    torch = pytest.importorskip("torch")
+def _device(expected: Expected) -> Any:
+    """The one device the single-process figures run on; a host without the family's devices is a skip only
+    where missing hardware was allowed (before anything asks the framework about devices)."""
+    torch, _ = need_torch(expected)
+    family = expected.env.family
+    if family != "cpu":
+        need_devices(expected, expected.device_count)
     if family == "cpu":
         return torch.device("cpu")
     if family in ("nvidia", "amd"):
@@ -80,8 +85,8 @@ def _report(request: pytest.FixtureRequest, expected: Expected, sku: Sku | None,
 
 
 def test_matmul_throughput(expected: Expected, request: pytest.FixtureRequest) -> None:
-    torch = pytest.importorskip("torch")
-    device = _device(expected.env.family)
+    torch, _ = need_torch(expected)
+    device = _device(expected)
     if device.type != "cpu":
         need_devices(expected, torch.cuda.device_count())
     sku = _sku(expected, device)
@@ -97,8 +102,8 @@ def test_matmul_throughput(expected: Expected, request: pytest.FixtureRequest) -
 
 
 def test_memory_bandwidth(expected: Expected, request: pytest.FixtureRequest) -> None:
-    torch = pytest.importorskip("torch")
-    device = _device(expected.env.family)
+    torch, _ = need_torch(expected)
+    device = _device(expected)
     if device.type != "cpu":
         need_devices(expected, torch.cuda.device_count())
     sku = _sku(expected, device)
@@ -113,10 +118,10 @@ def test_memory_bandwidth(expected: Expected, request: pytest.FixtureRequest) ->
 
 def test_one_member_group(expected: Expected) -> None:
     """The family's backend forms a group of one in this process (no Ray) and all-reduces on the device."""
-    torch = pytest.importorskip("torch")
+    torch, _ = need_torch(expected)
+    device = _device(expected)
     import torch.distributed as dist
 
-    device = _device(expected.env.family)
     if device.type != "cpu":
         need_devices(expected, torch.cuda.device_count())
     backend = backend_of(expected.matrix, expected.env)
@@ -133,8 +138,7 @@ def test_one_member_group(expected: Expected) -> None:
 
 
 def test_all_reduce_bus_bandwidth(expected: Expected, request: pytest.FixtureRequest) -> None:
-    pytest.importorskip("torch")
-    ray = pytest.importorskip("ray")
+    _, ray = need_torch(expected)
     family = expected.env.family
     if family != "cpu":
         need_devices(expected, expected.device_count)

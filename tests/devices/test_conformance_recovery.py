@@ -9,7 +9,18 @@ import signal
 import time
 
 import pytest
-from conformancekit import STEPS, backend_of, data, device_holders, form, processes_gone, ray_cluster, reference, spawn
+from conformancekit import (
+    STEPS,
+    backend_of,
+    data,
+    device_holders,
+    form,
+    need_torch,
+    processes_gone,
+    ray_cluster,
+    reference,
+    spawn,
+)
 from devicekit import Expected, need_devices
 
 KILLED_AFTER = STEPS // 2
@@ -34,8 +45,7 @@ def _restarted(ray: object, member: object, old_pid: int, timeout: float = 120.0
 
 
 def test_a_killed_member_is_restarted_and_the_run_completes(expected: Expected) -> None:
-    torch = pytest.importorskip("torch")
-    ray = pytest.importorskip("ray")
+    torch, ray = need_torch(expected)
     family = expected.env.family
     if family != "cpu":
         need_devices(expected, expected.device_count)

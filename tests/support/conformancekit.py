@@ -24,6 +24,9 @@ import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from types import ModuleType
+
+    from devicekit import Expected
 
     from accelenv.matrix import Environment, Matrix
 
@@ -38,6 +41,29 @@ if not os.environ.get("RAY_ADDRESS") and "ray" not in sys.modules:
     # Ray reads these when it is imported: with clusters "disabled" every node's address is loopback
     for _key, _value in LOOPBACK_ENV.items():
         os.environ.setdefault(_key, _value)
+
+
+def need_torch(expected: Expected) -> tuple[ModuleType, ModuleType]:
+    """torch and ray, or a failure that says where they should have come from: the suite drives
+    torch.distributed through Ray actors, and a suite that imported nothing tested nothing (never a skip)."""
+    from devicekit import need_module
+
+    env = expected.env
+    framework = env.framework
+    if framework is not None and "torch" not in framework.name:
+        try:
+            import torch
+        except ImportError as error:
+            pytest.fail(
+                f"could not import 'torch' ({error}): the conformance suite drives torch.distributed, and "
+                f"{env.id}'s framework is {framework.name}, which brings none; install a torch build for this host "
+                "beside the environment's lock (tests/integration/test_conformance_cpu.py does so for the CPU "
+                "family: the cpu lock plus torch for the CPU)",
+                pytrace=False,
+            )
+    else:
+        torch = need_module(expected, "torch")
+    return torch, need_module(expected, "ray", from_lock=True)
 
 
 def backend_of(matrix: Matrix, env: Environment) -> str:
@@ -64,7 +90,9 @@ class Cluster:
 @contextlib.contextmanager
 def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
     """A Ray cluster for the suite, connected; shut down (what it started, only) afterwards."""
-    ray = pytest.importorskip("ray")
+    import importlib
+
+    ray: Any = importlib.import_module("ray")  # need_torch, which every test calls first, fails when it is missing
     from ray._private import ray_constants
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not find tests/support
