@@ -4,6 +4,7 @@ answers. Each must end in bounded time and memory, with a clean answer."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import resource
@@ -341,17 +342,31 @@ def test_ray_address_nobody_listens_on(matrix: Path) -> None:
     assert_clean_error(result, code=2, says=f"cannot reach the Ray cluster at 127.0.0.1:{port}")
 
 
+@contextlib.contextmanager
+def _ctrl_c_as_at_a_terminal() -> Iterator[None]:
+    """Python's own Ctrl-C handler for the duration, whatever this test process inherited. A job started in the
+    background by a non-interactive shell (a CI runner's, nohup) has SIGINT ignored, and Python keeps it ignored,
+    in itself and in the children it starts (an ignored signal stays ignored across exec; a handled one is reset to
+    its default); the user at a terminal, whom these tests stand for, has it handled."""
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)])
 def test_ray_connect_gives_way_to_signals(matrix: Path, silent_port: int, sig: int, code: int) -> None:
     _ray_installed()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "accelenv", "--matrix", str(matrix), "check", "cpu-py311", "--ray",
-         f"127.0.0.1:{silent_port}", "--ray-timeout", "300"],
-        env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    with _ctrl_c_as_at_a_terminal():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "accelenv", "--matrix", str(matrix), "check", "cpu-py311", "--ray",
+             f"127.0.0.1:{silent_port}", "--ray-timeout", "300"],
+            env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
     time.sleep(4)  # Ray imported, ray.init waiting on the silent port
     process.send_signal(sig)
     try:
@@ -384,10 +399,11 @@ def test_the_ray_connect_wait_gives_way_to_a_signal_another_thread_took() -> Non
     assert thread.ident is not None
     timer = threading.Timer(0.3, signal.pthread_kill, args=(thread.ident, signal.SIGINT))
     start = time.monotonic()
-    timer.start()
     try:
-        with pytest.raises(KeyboardInterrupt):
-            _wait(never, 60.0)
+        with _ctrl_c_as_at_a_terminal():
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                _wait(never, 60.0)
     finally:
         release.set()
         timer.join()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -97,23 +98,23 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not find tests/support
     address = os.environ.get("RAY_ADDRESS")
-    saved = {k: os.environ.get(k) for k in (*LOOPBACK_ENV, "HOME")}
+    saved = {k: os.environ.get(k) for k in (*LOOPBACK_ENV, "HOME", "RAY_TMPDIR")}
     local = None
     home = tempfile.mkdtemp(prefix="accelenv-ray-home-")
+    temp = tempfile.mkdtemp(prefix="ar-", dir="/tmp")  # short: Ray's unix socket paths must fit in 107 bytes
     try:
         if address:
             ray.init(address=address, log_to_driver=False)
         elif family == "cpu":
             if ray_constants.ENABLE_RAY_CLUSTER:
                 pytest.fail("ray was imported before the conformance kit set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0")
-            os.environ.update({**LOOPBACK_ENV, "HOME": home})
+            # A temp dir of its own, for the nodes and for the address file Ray's Cluster writes to $RAY_TMPDIR/ray
+            # (else /tmp/ray, shared with other clusters, and absent on a machine where Ray never ran)
+            Path(temp, "ray").mkdir()
+            os.environ.update({**LOOPBACK_ENV, "HOME": home, "RAY_TMPDIR": temp})
             from ray.cluster_utils import Cluster as RayCluster
 
-            # a temp dir of its own: Ray keeps the node address it picked in /tmp/ray, shared with other clusters
-            node: dict[str, Any] = {
-                "node_ip_address": "127.0.0.1",
-                "temp_dir": tempfile.mkdtemp(prefix="ar-", dir="/tmp"),
-            }
+            node: dict[str, Any] = {"node_ip_address": "127.0.0.1", "temp_dir": temp}
             local = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, **node})
             local.add_node(num_cpus=1, **node)
             local.wait_for_nodes()
@@ -136,6 +137,8 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        for folder in (home, temp):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def member_options(family: str) -> dict[str, Any]:

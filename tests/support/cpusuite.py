@@ -5,8 +5,10 @@ run there with the result-record plugin. Shared by tests/integration and benchma
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +55,17 @@ def build_venv(venv: Path, wheel: str, *, timeout: float = 900) -> Path:
 def run_suite(
     python: Path, results: Path, tests: list[str], *, timeout: float = 1500
 ) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "ACCELENV_ENV": ENV, "ACCELENV_RESULTS": str(results), "PYTHONPATH": ""}
+    # Ray's files (its session folders, the address file) under the test's folder, not in the machine's /tmp/ray;
+    # short, for Ray's unix socket paths (107 bytes at most)
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))
+    (ray_tmp / "ray").mkdir()
+    environ = {
+        **os.environ,
+        "ACCELENV_ENV": ENV,
+        "ACCELENV_RESULTS": str(results),
+        "PYTHONPATH": "",
+        "RAY_TMPDIR": str(ray_tmp),
+    }
     environ.pop("RAY_ADDRESS", None)
     command = [
         str(python),
@@ -68,4 +80,9 @@ def run_suite(
         "filterwarnings=default",
         *tests,
     ]
-    return subprocess.run(command, cwd=REPO, env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        return subprocess.run(
+            command, cwd=REPO, env=environ, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)

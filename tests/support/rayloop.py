@@ -15,13 +15,13 @@ import os
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
 
@@ -47,7 +47,7 @@ def ray_or_skip() -> None:
 def loopback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Ray on loopback with its own HOME (no token file or config of the machine's reaches it) and its own temp
     dir (Ray keeps the node address it picked in /tmp/ray, shared with other clusters). Yields the arguments
-    every node of the test's cluster starts with; the temp dir is removed afterwards."""
+    every node of the test's cluster starts with; the temp dir (also $RAY_TMPDIR) is removed afterwards."""
     ray_or_skip()
     from ray._private import ray_constants
 
@@ -60,6 +60,9 @@ def loopback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     temp = tempfile.mkdtemp(prefix="ar-", dir="/tmp")  # short: Ray's unix socket paths must fit in 107 bytes
+    # Ray's Cluster also writes the head's address to $RAY_TMPDIR/ray (else /tmp/ray, absent where Ray never ran)
+    Path(temp, "ray").mkdir()
+    monkeypatch.setenv("RAY_TMPDIR", temp)
     try:
         yield {"node_ip_address": "127.0.0.1", "temp_dir": temp}
     finally:
