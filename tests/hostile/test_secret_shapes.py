@@ -6,17 +6,21 @@ The secret values are drawn so that no shape-specific prefix helps: a value is f
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import string
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import accelenv as package
-from accelenv.host.redact import REDACTED, redact_json, redact_text
+from accelenv.host import redact as redact_module
+from accelenv.host.redact import REDACTED, redact_json, redact_text, terminal_safe
 
 PACKAGE = Path(package.__file__).parent
+RE_PARSER: Any = importlib.import_module("re._parser")  # a pattern's structure, for each shape's literal starts
 
 # A secret: 8 to 400 characters, the kind a password or token holds (no space, quote, backslash or @ / :).
 SECRET = st.text(alphabet=string.ascii_letters + string.digits + "-_.~+=!$%&*", min_size=8, max_size=400).filter(
@@ -128,3 +132,93 @@ def test_the_output_writers_are_all_listed() -> None:
                 if rel not in OUTPUT_WRITERS:
                     unlisted.append(f"{rel}:{call.lineno}")
     assert unlisted == []
+
+
+def _every_pattern(text: str) -> str:
+    """`redact_text` without its gates: every pattern run on every text, in its order."""
+    r = redact_module
+    text = r._TOKEN_SHAPES.sub(REDACTED, text)
+    text = r._URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
+    text = r._URL_USER.sub(r._url_user, text)
+    text = r._NETRC.sub(lambda m: m["head"] + REDACTED, text)
+    text = r._DOCKER_AUTH.sub(lambda m: m["head"] + REDACTED, text)
+    text = r._assignments(text)
+    return str(r._BEARER.sub(lambda m: m["head"] + REDACTED, text))
+
+
+PIECES = st.sampled_from(
+    [
+        *redact_module._TOKEN_MARKERS,
+        "://",
+        "https://",
+        "user:",
+        "@host/",
+        "password ",
+        "machine h login u ",
+        '"auth": "',
+        '"AUTH":"',
+        "Bearer ",
+        "BEARER\t",
+        "=",
+        ": ",
+        '"',
+        "'",
+        " ",
+        "\n",
+        "TOKEN",
+        "HF_TOKEN=",
+        "api_key",
+        "ABCDEFGHIJKLMNOP",
+        "0123456789abcdef0123456789",
+        ".",
+    ]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(PIECES, st.text(min_size=1, max_size=12)), min_size=1, max_size=30))
+def test_the_gates_never_let_through_what_a_pattern_would_catch(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert redact_text(text) == _every_pattern(text)
+
+
+def _literal_starts(items: list[tuple[Any, Any]]) -> tuple[set[str], bool]:
+    """Every literal text a parsed pattern's matches start with, up to its first element that is not a literal, a
+    set of literals, or a group or choice of such (word boundaries are skipped); and whether that was all of it."""
+    starts = {""}
+    for op, arg in items:
+        name = str(op)
+        if name == "AT":
+            continue
+        if name == "LITERAL":
+            choices, whole = {chr(arg)}, True
+        elif name == "IN" and all(str(o) == "LITERAL" for o, _ in arg):
+            choices, whole = {chr(a) for _, a in arg}, True
+        elif name in ("BRANCH", "SUBPATTERN"):
+            parts = [_literal_starts(list(b)) for b in arg[1]] if name == "BRANCH" else [_literal_starts(list(arg[-1]))]
+            choices, whole = set().union(*(p for p, _ in parts)), all(w for _, w in parts)
+        else:
+            return starts, False
+        starts = {s + c for s in starts for c in choices}
+        if not whole:
+            return starts, False
+    return starts, True
+
+
+def test_every_token_shape_is_gated_by_exactly_its_literal_starts() -> None:
+    """A shape's markers are the literal starts of its pattern, all of them: text holding none is not searched, so a
+    start missing from the markers would be a secret let through."""
+    for markers, pattern in redact_module._SHAPES:
+        starts, _ = _literal_starts(list(RE_PARSER.parse(pattern)))
+        assert starts == set(markers), (pattern, starts, markers)
+        assert all(len(start) >= 3 for start in starts)  # a marker of a letter or two would gate nothing
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x2070), max_size=60) | st.text(string.printable, max_size=60))
+def test_terminal_safe_escapes_what_its_pattern_escapes(text: str) -> None:
+    """The shortcut for plain ASCII lets nothing through that the control-character pattern would escape."""
+    assert terminal_safe(text) == redact_module._CONTROL.sub(redact_module._escape, text)
+    for code in (*range(0x20), 0x7F, 0x85, 0x9B, 0x202E):
+        if chr(code) not in "\n\t":
+            assert chr(code) not in terminal_safe(text + chr(code))

@@ -6,9 +6,9 @@ Each command runs in a fresh interpreter twice (the first run fills the matrix c
 second run are judged three ways:
 - third-party: none but `packaging` (each of the others costs more than all of accelenv's own start-up);
 - the standard library: none of `HEAVY_STDLIB`, each measured (`python -X importtime`, cumulative, on the 2-core
-  CI machine) at 2 ms or more. Two heavy ones stay, since nothing can avoid them: `inspect` (about 5 ms) comes
-  with `dataclasses`, and every model (matrix, host report, findings) is a frozen dataclass; `json.encoder`
-  (0.3 ms) comes with `json`, the matrix cache's format;
+  CI machine) at 2 ms or more. `json.encoder` (0.3 ms) stays, with `json`, the matrix cache's format. The models
+  (matrix, host report, findings) are `accelenv.records.frozen` classes, not dataclasses: `dataclasses` brings
+  `inspect`, `ast`, `dis` and `tokenize` (about 8 ms) and compiles six methods a class at import;
 - accelenv's own: none of the modules that only other commands, or families with devices, need.
 """
 
@@ -50,6 +50,10 @@ HEAVY_STDLIB = (
     "tarfile",  # 5
     "tempfile",  # 5
     "pprint",  # 9
+    "shutil",  # 3, with bz2 and lzma: argparse's formatter and which() are sized and written without it
+    "dataclasses",  # 9 with what it imports, and about 0.2 ms a class for the methods it compiles
+    "inspect",  # 5
+    "tokenize",  # 4
 )
 HEAVY = (
     "jsonschema",  # the schema is only checked by validate (and once per matrix text)

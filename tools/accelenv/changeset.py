@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from accelenv.errors import UsageError, WriteFailedError
 from accelenv.fileio import MAX_TEXT, check_inside, check_writable, read_text, read_text_if_exists, write_atomic
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -27,7 +27,7 @@ JOURNAL = ".accelenv/changeset.json"
 VERSION = 1
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Pending:
     """An interrupted change: what it was for and how many files it held."""
 

@@ -29,7 +29,6 @@ import re
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import requests
@@ -39,6 +38,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from accelenv.errors import AnswerTooLargeError, DeadlineExceededError, NetworkError
 from accelenv.host.redact import redact_text
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -47,7 +47,7 @@ DEADLINE_FACTOR = 4.0  # a whole exchange may take this many timeouts: a slow bu
 CHUNK = 64 * 1024
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Limits:
     """What one exchange may take; `what` names the answer in messages ("an index page", "a token answer").
     `min_rate` (bytes/s), for a download whose size is not known in advance: once `timeout` has passed, a body
@@ -97,7 +97,7 @@ class Transport(Protocol):
     ) -> Response: ...  # fmt: skip
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Answer:
     """A whole answer: its status, headers and body (at most the exchange's `max_bytes`)."""
 

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from accelenv.fileio import read_bytes
 from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements, os_lock_name
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -41,7 +41,7 @@ class BuildError(AccelenvError):
     """An image cannot be planned or its context cannot be assembled."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class BuildPlan:
     env: str
     dockerfile: str
@@ -96,7 +96,7 @@ def sub_matrix(matrix_text: str, env_id: str) -> str:
     return header + tomlkit.dumps(reduced)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class BaseImage:
     """The base image as the engine has it: its id (and registry digest, when pulled) and creation time."""
 

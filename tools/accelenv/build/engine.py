@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.version import Version
 
 from accelenv.errors import AccelenvError
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -29,7 +29,7 @@ class EngineError(AccelenvError):
     """The engine is missing, too old, or refused an operation."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class EngineInfo:
     host: str
     api_version: str
@@ -39,7 +39,7 @@ class EngineInfo:
     product: str = "Docker"  # Podman when its version answer names the Podman Engine component
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ImageInfo:
     id: str
     tags: tuple[str, ...]
@@ -52,7 +52,7 @@ class ImageInfo:
     architecture: str = ""  # what its config states (amd64, arm64): the platform its programs are for
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class RunSpec:
     """How to start a container: the family's device wiring is data from the matrix."""
 

@@ -14,7 +14,6 @@ import json
 import re
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,6 +26,7 @@ from accelenv.check.verdict import Finding, Status
 from accelenv.fileio import check_writable, write_atomic
 from accelenv.plan.lock import glibc_of, input_digest
 from accelenv.plan.render import LABEL_PREFIX, env_hash
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class BuildResult:
     env: str
     status: str  # built, skipped, failed, planned (dry run)

@@ -20,12 +20,12 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv.build.engine import EngineError
 from accelenv.build.platforms import CONFIG_ARCHITECTURES
+from accelenv.records import frozen
 from accelenv.upstream.pin import MANIFEST_TYPES, MAX_MANIFEST, MAX_TOKEN_ANSWER, ImageName, parse_reference
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ _DIGEST = re.compile(r"\Asha256:[0-9a-f]{64}\Z")
 _SINGLE = ("application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Manifest:
     """One platform's pushed image, as the registry has it."""
 

@@ -4,9 +4,9 @@ the fix rather than letting the engine fail, or the container start with nothing
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
+from accelenv import records
 from accelenv.build.wiring import choose
 from accelenv.errors import AccelenvError
 from accelenv.host.cdi import read_specs
@@ -55,7 +55,7 @@ def wiring_for(
 
 def wired(spec: RunSpec, wiring: Wiring) -> RunSpec:
     """`spec` with the devices `wiring` chose, in place of the family's default wiring."""
-    return dataclasses.replace(
+    return records.replace(
         spec,
         devices=list(wiring.devices),
         gpus=wiring.gpus,

@@ -16,15 +16,15 @@ base's lock. Everything here but `load` and `save` is pure.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import tomllib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from accelenv import records
 from accelenv.errors import UsageError
 from accelenv.fileio import read_text_if_exists, write_atomic
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,7 +38,7 @@ _REFERENCE = re.compile(r"\A[a-z0-9][a-z0-9._/-]{0,200}(?::[A-Za-z0-9_][A-Za-z0-
 _PYTHON = re.compile(r"\A3\.\d{1,2}\Z")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Override:
     env: str
     base: str  # repository:tag of the stand-in
@@ -136,8 +136,8 @@ def apply(matrix: Matrix, env: Environment, override: Override | None) -> Matrix
     repository, _, tag = override.base.rpartition(":") if ":" in override.base else (override.base, "", "latest")
     image = ImageRef(repository=repository, tag=tag, digest=None, python=override.python)
     bases = {**runtime.base_images, env.os: image}
-    runtimes = {**matrix.runtimes, env.runtime: dataclasses.replace(runtime, base_images=bases)}
-    return dataclasses.replace(matrix, runtimes=runtimes)
+    runtimes = {**matrix.runtimes, env.runtime: records.replace(runtime, base_images=bases)}
+    return records.replace(matrix, runtimes=runtimes)
 
 
 def is_standin(reference: str, overrides: dict[str, Override] | None = None) -> bool:

@@ -27,12 +27,12 @@ only among the images removed together are freed too but not counted, so the fig
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from accelenv.build.engine import EngineError
 from accelenv.build.image_config import rfc3339_nanoseconds
 from accelenv.plan.render import LABEL_PREFIX
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -45,7 +45,7 @@ DEFAULT_KEEP = 2
 Action = Literal["remove", "keep", "skip"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ImageRecord:
     """One image as the engine has it: plain data, so the selection can be tested without an engine."""
 
@@ -65,7 +65,7 @@ class ImageRecord:
         return self.last_tagged or self.created
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Current:
     """What the matrix says now, for `--unused`: each environment it names, with the content tag a build would
     make (None when it cannot be planned now, with the reason in `unknown`)."""
@@ -74,7 +74,7 @@ class Current:
     unknown: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Decision:
     image: str
     env: str
@@ -94,7 +94,7 @@ class Decision:
         return data
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PrunePlan:
     repository: str
     keep: int
@@ -283,7 +283,7 @@ def image_records(engine: PruneEngine) -> list[ImageRecord]:
     ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Outcome:
     decision: Decision
     removed: bool

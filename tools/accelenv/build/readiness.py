@@ -8,10 +8,10 @@ allows it. A local base override (`build.overrides`) replaces the runtime's base
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelenv.build.engine import EngineError
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 NO_REGISTRY_HELP = "README: Images without a registry"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Blocker:
     """One thing that stops an environment's build, and the exact step that removes it."""
 

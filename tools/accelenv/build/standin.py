@@ -12,12 +12,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv.build.overrides import STANDIN_REPOSITORY
 from accelenv.errors import UsageError
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,7 +35,7 @@ SUITES = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class StandinPlan:
     env: str
     suite: str

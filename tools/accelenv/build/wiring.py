@@ -20,10 +20,11 @@ specs and device nodes come in as data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from packaging.version import InvalidVersion, Version
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -39,7 +40,7 @@ Way = Literal["cdi", "gpus", "runtime", "nodes", "none"]
 _GLOB = frozenset("*?[")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class EngineCaps:
     """What an engine says it can do (`DockerEngine.capabilities`)."""
 
@@ -60,7 +61,7 @@ class EngineCaps:
         return f"{self.product} {self.version} at {self.host}: {cdi}; runtimes {', '.join(self.runtimes) or 'none'}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Wiring:
     way: Way
     reason: str

@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
 from accelenv.host.topology import tpu_topology
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -41,7 +41,7 @@ TPU_SLICE = PREFIX + "tpu-slice"
 FACT_KEYS = ("family", "sku", "arch", "devices", "device-memory-mib", "driver", "runtime")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LabelSet:
     labels: dict[str, str]
     encoded: dict[str, str] = field(default_factory=dict)  # key -> the value before encoding, where it did not fit

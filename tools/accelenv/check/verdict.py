@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from accelenv.records import frozen
 
 
 class Status(StrEnum):
@@ -14,7 +15,7 @@ class Status(StrEnum):
     SKIP = "skip"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Finding:
     """One check: what was expected, what was found, and what to do when they differ."""
 

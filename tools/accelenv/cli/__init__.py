@@ -131,12 +131,35 @@ def command_spec(name: str) -> Command:
     return spec
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, sized as argparse sizes it ($COLUMNS, else the terminal's width, else 80; less 2), but
+    without `shutil`, which argparse imports for that (with bz2 and lzma: 3 ms of every command's start-up, and
+    argparse makes a formatter for each argument it declares, not only for --help)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    asked = os.environ.get("COLUMNS", "")
+    if asked.isdigit() and int(asked) > 0:
+        return int(asked)
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     """The parser of command `selected`, with its arguments: the one command a command line names needs no other
     (an unknown or missing command gets them all, listed by name only and not imported, for `accelenv --help`
     and the error that names the choices). `build_parser("*")` declares every command, for documentation and
     tests."""
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = _Formatter
     parser = argparse.ArgumentParser(
         prog="accelenv",
         description="Reproducible accelerator environments from one compatibility matrix.",
@@ -155,7 +178,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
             spec.arguments(p)
             p.set_defaults(spec=spec)
         elif selected not in COMMANDS:
-            sub.add_parser(name, help=entry.summary, add_help=False)
+            sub.add_parser(name, help=entry.summary, add_help=False, formatter_class=formatter)
     return parser
 
 

@@ -4,12 +4,12 @@ host options and the host report they select, and writing a generated file only 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from accelenv.errors import UsageError
 from accelenv.matrix.load import find_matrix, load_matrix
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     import argparse
@@ -23,7 +23,7 @@ MAX_SECONDS = 86400.0  # the longest timeout a command accepts (a day)
 MAX_SNAPSHOT = 256 * 1024 * 1024  # tools' outputs are capped at 8 MiB a stream; no real snapshot comes near
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Command:
     """One command of a group: its help epilog, the arguments it declares and the handler that runs it.
     Its one-line summary lives in the command table (`accelenv.cli.COMMANDS`), so `accelenv --help` can list

@@ -5,13 +5,13 @@ time is part of the user's experience (benchmarks/check_latency.py measures it).
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from accelenv import records
 from accelenv.cli.common import Command, host_options, host_report, matrix_of, seconds
 from accelenv.cli.output import dump_json, findings, table
 from accelenv.matrix.load import find_matrix
@@ -168,7 +168,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     found = check_env(matrix, env, report, host_only=args.host_only)
     if args.allow_missing_hardware:
         found = [
-            dataclasses.replace(f, status=Status.SKIP, message=f.message + " (allowed: --allow-missing-hardware)")
+            records.replace(f, status=Status.SKIP, message=f.message + " (allowed: --allow-missing-hardware)")
             if f.id == "hardware.present" and f.status is Status.FAIL
             else f
             for f in found

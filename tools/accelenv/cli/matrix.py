@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from accelenv import records
 from accelenv.cli.common import Command, matrix_of, repo_of, sync_file
 from accelenv.cli.output import dump_json, table
 from accelenv.errors import AccelenvError, UsageError
@@ -64,7 +64,7 @@ def validate(args: argparse.Namespace, out: TextIO) -> int:
         problems += _lock_problems(validation.matrix, path.parent)
     if args.strict or args.release:
         problems = [
-            dataclasses.replace(p, severity=Severity.ERROR) if args.release or p.category is Category.CHANGE else p
+            records.replace(p, severity=Severity.ERROR) if args.release or p.category is Category.CHANGE else p
             for p in problems
         ]
     errors = sum(1 for p in problems if p.is_error)

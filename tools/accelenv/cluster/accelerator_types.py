@@ -8,8 +8,9 @@ expected type is that of the node's first device.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from accelenv.host.report import Accelerator
@@ -21,7 +22,7 @@ RAY_RESOURCE = {"nvidia": "GPU", "amd": "GPU", "tpu": "TPU", "neuron": "neuron_c
 RAY_TYPE_LABEL = "ray.io/accelerator-type"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ExpectedRay:
     """What Ray should report for a node: its resource name, and its accelerator type when the matrix knows it
     (`known` False: the SKU is unknown, mixed, or the matrix says Ray's name for it is not verified)."""

@@ -24,10 +24,10 @@ import socket
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -50,7 +50,7 @@ IDLE_DRAIN = 4  # AUTOSCALER_DRAIN_IDLE: removed by the autoscaler because it wa
 CONFORMING = ("pass", "warn")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class NodeResult:
     node_id: str
     address: str

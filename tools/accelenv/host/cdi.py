@@ -10,9 +10,10 @@ and which host paths its `containerEdits` name that do not exist (read through t
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from accelenv.lazyre import lazy
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from accelenv.host.root import Root
@@ -22,13 +23,13 @@ SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")  # the CDI spec's default folders, in t
 KNOWN_VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0")
 MAX_PATHS = 4096  # host paths looked at per spec: a real nvidia.yaml names ~60
 MAX_LISTED = 64  # missing paths a summary keeps (the count is kept whole)
-_KIND = re.compile(r"\A[a-z0-9]([a-z0-9.-]*[a-z0-9])?/[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?\Z")
-_NAME = re.compile(r"\A[a-zA-Z0-9]([a-zA-Z0-9_.:-]*[a-zA-Z0-9])?\Z")
-_DRIVER_LIB = re.compile(r"\Alib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)\Z")
-_DRIVER_ARG = re.compile(r"\A--host-driver-version=(\d+\.\d+(?:\.\d+)?)\Z")
+_KIND = lazy(r"\A[a-z0-9]([a-z0-9.-]*[a-z0-9])?/[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?\Z")
+_NAME = lazy(r"\A[a-zA-Z0-9]([a-zA-Z0-9_.:-]*[a-zA-Z0-9])?\Z")
+_DRIVER_LIB = lazy(r"\Alib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)\Z")
+_DRIVER_ARG = lazy(r"\A--host-driver-version=(\d+\.\d+(?:\.\d+)?)\Z")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class CdiSpec:
     path: str  # host path of the file
     error: str = ""  # why it is not a usable spec ("" when it is)

@@ -8,13 +8,13 @@ then by product name.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from accelenv import records
 from accelenv.host.pci import PCI_DEVICES, device_nodes, module_versions, scan_pci
 from accelenv.host.probes.python import python_info
 from accelenv.host.probes.system import container, limits, os_info, reported_environment
@@ -175,7 +175,7 @@ def _run_tools(
 def _with_physfn(root: Root, device: PciDevice) -> PciDevice:
     """`device`, marked as an SR-IOV virtual function when sysfs links it to its physical function."""
     physfn = root.link_name(f"{PCI_DEVICES}/{device.address}/physfn")
-    return dataclasses.replace(device, physfn=physfn.lower()) if physfn else device
+    return records.replace(device, physfn=physfn.lower()) if physfn else device
 
 
 def _seen(accelerator: Accelerator, results: Mapping[str, ToolResult]) -> bool:

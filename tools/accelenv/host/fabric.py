@@ -10,9 +10,9 @@ running the tool is the caller's job (`accelenv labels`, which asks for it only 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from accelenv.host.facts import ParseError
+from accelenv.records import frozen
 
 ARGS = ["-q"]  # nvidia-smi arguments whose output `parse_fabric` reads
 RAW_KEY = "nvidia-smi-q"  # the key of that output among a report's raw tool results, when a snapshot has it
@@ -25,7 +25,7 @@ _GPU = re.compile(r"\AGPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\
 MAX_GPUS = 4096
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class GpuFabric:
     """One GPU's fabric registration as nvidia-smi reports it (None where it says N/A or nothing)."""
 
@@ -46,7 +46,7 @@ class GpuFabric:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class NvlinkDomain:
     cluster_uuid: str
     clique_id: str

@@ -6,14 +6,14 @@ else) on output they cannot read, so a probe can report the fault instead of cra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from accelenv.records import field, frozen
 
 
 class ParseError(ValueError):
     """A tool's output could not be read. The message says what was expected and what was found."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class DeviceFacts:
     """One accelerator device as a host tool reports it. Unknown values are None, never guessed."""
 
@@ -27,7 +27,7 @@ class DeviceFacts:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ToolFacts:
     """What one run of one vendor tool told us."""
 

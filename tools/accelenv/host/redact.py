@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import re
 
+from accelenv.lazyre import lazy
+
 REDACTED = "<redacted>"
+
 
 _NAME_WORDS = r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH|AUTHORIZATION|COOKIE|[A-Z0-9]_PWD)"
 _NAME_ENDINGS = (
@@ -35,12 +38,10 @@ _NAME_ENDINGS = (
 # A name that says it holds a secret: the word as a part of an UPPER_SNAKE name (HF_TOKEN, AWS_SECRET_ACCESS_KEY;
 # MONKEY is a false alarm worth having), or another name ending in such a word (password, api_key, apiToken).
 # A bare "key" or "auth" is prose ("not a valid key: expected ...", "KEY=VALUE"), not a secret's name.
-SECRET_NAME = re.compile(
-    rf"\A(?!(?:KEY|AUTH)\Z)(?:[A-Z0-9_.-]*{_NAME_WORDS}[A-Z0-9_.-]*|[A-Za-z0-9_.-]*{_NAME_ENDINGS})\Z"
-)
+SECRET_NAME = lazy(rf"\A(?!(?:KEY|AUTH)\Z)(?:[A-Z0-9_.-]*{_NAME_WORDS}[A-Z0-9_.-]*|[A-Za-z0-9_.-]*{_NAME_ENDINGS})\Z")
 # Every pattern below is linear in the text: names and URL parts are bounded, and a name starts only where a run
 # of name characters starts (a hostile tool's megabytes of output must not make redaction slow).
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = lazy(
     r"(?P<name>(?<![A-Za-z0-9_./-])[A-Za-z_][A-Za-z0-9_.-]{0,120})"  # after a /, a path: /etc/passwd: ...
     r"(?P<sep>[\"']?[ \t]*[=:][ \t]*(?P<quote>[\"']?)(?:(?:Bearer|Basic|Digest|Token)[ \t]+)?)"
     r"(?=(?!<redacted>)[^\s\"'\\])"  # the value is measured only for a secret's name: no rescanning
@@ -48,51 +49,58 @@ _ASSIGNMENT = re.compile(
 _VALUE_RUN = re.compile(r"[^\s\"'\\]+")
 _QUOTED_MAX = 4096
 # The parts of a URL exclude `/`, so a scan from one `scheme://` stops at the next: linear however long.
-_URL_PASSWORD = re.compile(
+_URL_PASSWORD = lazy(
     r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/@:\"'\\]{0,256}:)(?!<redacted>@)[^\s/@\"'\\]+(?P<at>@)"
 )
-_URL_USER = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<user>[^\s/@:\"'\\]+)(?P<at>@)")
-_PLAIN_USER = re.compile(r"\A[A-Za-z_][A-Za-z0-9._-]{0,15}\Z")
-_NETRC = re.compile(
+_URL_USER = lazy(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<user>[^\s/@:\"'\\]+)(?P<at>@)")
+_PLAIN_USER = lazy(r"\A[A-Za-z_][A-Za-z0-9._-]{0,15}\Z")
+_NETRC = lazy(
     r"(?P<head>(?:\b(?:machine|default)\b[^\n]{0,1000}?|^[ \t]*)\bpassword[ \t]+)(?!<redacted>)[^\s\"'\\]+",
     re.MULTILINE,
 )
-_DOCKER_AUTH = re.compile(r"(?P<head>\"auth\"[ \t]*:[ \t]*\")(?!<redacted>)[^\"\\]+(?=\")", re.IGNORECASE)
+_DOCKER_AUTH = lazy(r"(?P<head>\"auth\"[ \t]*:[ \t]*\")(?!<redacted>)[^\"\\]+(?=\")", re.IGNORECASE)
 _SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
-_BEARER = re.compile(r"(?P<head>\bBearer[ \t]+)(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
-_TOKEN_SHAPES = re.compile(
-    "|".join(
-        (
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-            r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-            r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
-            r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",  # AWS access key ids
-            r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # Slack
-            r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab
-            r"\bpypi-[A-Za-z0-9_-]{50,}",  # PyPI
-            r"\bnpm_[A-Za-z0-9]{36}\b",  # npm
-            r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API keys
-            r"\bya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access tokens
-            r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic style keys
-            r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
-            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[^-]*-----END[A-Z ]{0,40}PRIVATE KEY-----",
-        )
-    )
+_BEARER = lazy(r"(?P<head>\bBearer[ \t]+)(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+# Each shape with the literal text every match of it contains: text with none of them is not searched.
+_SHAPES = (
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens
+    (("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+    (("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),  # Hugging Face
+    (("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"), r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),  # AWS
+    (("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"), r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),  # Slack
+    (("glpat-",), r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab
+    (("pypi-",), r"\bpypi-[A-Za-z0-9_-]{50,}"),  # PyPI
+    (("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),  # npm
+    (("AIza",), r"\bAIza[0-9A-Za-z_-]{35}\b"),  # Google API keys
+    (("ya29.",), r"\bya29\.[0-9A-Za-z_-]{20,}"),  # Google OAuth access tokens
+    (("sk-",), r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),  # OpenAI / Anthropic style keys
+    (("eyJ",), r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWTs
+    (("-----BEGIN",), r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[^-]*-----END[A-Z ]{0,40}PRIVATE KEY-----"),
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_TOKEN_MARKERS = tuple(marker for markers, _ in _SHAPES for marker in markers)
+_TOKEN_SHAPES = lazy("|".join(pattern for _, pattern in _SHAPES))
+_CONTROL = lazy(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def redact_text(text: str) -> str:
     """`text` with every secret the patterns recognise replaced by `<redacted>`."""
     if not text:
         return text
-    text = _TOKEN_SHAPES.sub(REDACTED, text)
-    text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
-    text = _URL_USER.sub(_url_user, text)
-    text = _NETRC.sub(lambda m: m["head"] + REDACTED, text)
-    text = _DOCKER_AUTH.sub(lambda m: m["head"] + REDACTED, text)
-    text = _assignments(text)
-    return _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+    # Each pattern runs only on text holding what its every match holds (patterns compile on first use).
+    if any(marker in text for marker in _TOKEN_MARKERS):
+        text = _TOKEN_SHAPES.sub(REDACTED, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
+        text = _URL_USER.sub(_url_user, text)
+    if "password" in text:
+        text = _NETRC.sub(lambda m: m["head"] + REDACTED, text)
+    if '"auth"' in text.lower():
+        text = _DOCKER_AUTH.sub(lambda m: m["head"] + REDACTED, text)
+    if "=" in text or ":" in text:
+        text = _assignments(text)
+    if "bearer" in text.lower():
+        text = _BEARER.sub(lambda m: m["head"] + REDACTED, text)
+    return text
 
 
 def _url_user(match: re.Match[str]) -> str:
@@ -102,7 +110,7 @@ def _url_user(match: re.Match[str]) -> str:
     return match["head"] + REDACTED + match["at"]
 
 
-_TOKEN_PREFIX = re.compile(r"\A(?:gh[pousr]_|github_pat_|hf_|glpat-|pypi-|npm_|sk-|xox[abprs]-|ya29\.|AKIA|eyJ)")
+_TOKEN_PREFIX = lazy(r"\A(?:gh[pousr]_|github_pat_|hf_|glpat-|pypi-|npm_|sk-|xox[abprs]-|ya29\.|AKIA|eyJ)")
 
 
 def _assignments(text: str) -> str:
@@ -156,7 +164,10 @@ def _redact_entry(key: str, value: object) -> object:
 
 def terminal_safe(text: str) -> str:
     """`text` with control characters (other than newline and tab) shown as escapes, not sent to the terminal."""
-    return _CONTROL.sub(_escape, text)
+    if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
+        return text  # ASCII with nothing below a space but newlines and tabs, and no DEL: nothing to escape
+    escaped: str = _CONTROL.sub(_escape, text)
+    return escaped
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -6,8 +6,9 @@ tool outputs behind it, and `check` judges a report without knowing whether it i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from accelenv.host.cdi import CdiSpec
@@ -19,7 +20,7 @@ Json = dict[str, Any]
 PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PciDevice:
     """One PCI function of an accelerator vendor, from sysfs."""
 
@@ -32,7 +33,7 @@ class PciDevice:
     physfn: str | None = None  # an SR-IOV virtual function's physical function (its `physfn` link), else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Device:
     """One accelerator device as reported (vendor tool first, PCI as fallback)."""
 
@@ -46,7 +47,7 @@ class Device:
     sku: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Accelerator:
     """One family's view: hardware layer (PCI, modules, device nodes) and vendor tool layer."""
 
@@ -66,7 +67,7 @@ class Accelerator:
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class OsInfo:
     id: str | None
     version_id: str | None
@@ -76,7 +77,7 @@ class OsInfo:
     arch: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PythonInfo:
     version: str
     implementation: str
@@ -85,14 +86,14 @@ class PythonInfo:
     builds: dict[str, str] = field(default_factory=dict)  # framework -> the accelerator build it declares (cu132)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Limits:
     shm_bytes: int | None
     memlock_bytes: int | None  # None: unlimited or unknown; see memlock_unlimited
     memlock_unlimited: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Container:
     inside_container: bool
     docker_socket: bool
@@ -101,7 +102,7 @@ class Container:
     cdi: tuple[CdiSpec, ...] = ()  # what each spec file holds, summarised (host/cdi.py); check judges it
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class HostReport:
     root: str
     os: OsInfo

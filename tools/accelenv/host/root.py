@@ -15,7 +15,6 @@ import fnmatch
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelenv.errors import UsageError
@@ -31,11 +30,24 @@ _WILDCARDS = frozenset("*?[")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:+-]{1,64}")  # a driver or a PCI address
 
 
-@dataclass(frozen=True)
 class Root:
-    path: Path
-    # host path -> why it exists but could not be read; filled as probes read (see `unreadable`)
-    _unreadable: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """The host (or captured host) every probe reads through; equal roots are the same path."""
+
+    __slots__ = ("_unreadable", "path")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # host path -> why it exists but could not be read; filled as probes read (see `unreadable`)
+        self._unreadable: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"Root(path={self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return self.path == other.path if isinstance(other, Root) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.path)
 
     @classmethod
     def from_option(cls, value: str | None) -> Root:

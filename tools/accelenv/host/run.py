@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
-from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     import subprocess
@@ -32,7 +33,7 @@ _POLL = 0.2  # seconds between checks whether the tool has exited
 _DRAIN = 0.5  # seconds to keep reading after the tool exited (a child may still hold its pipes)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ToolResult:
     """What one run of one tool produced (a snapshot keeps these so a verdict can be replayed)."""
 
@@ -91,7 +92,7 @@ class ToolRunner:
         self.path = path if path is not None else os.environ.get("PATH", "")
 
     def which(self, tool: str) -> str | None:
-        return shutil.which(tool, path=self.path)
+        return which(tool, self.path)
 
     def _present_but_not_executable(self, tool: str) -> str | None:
         for folder in self.path.split(os.pathsep):
@@ -176,7 +177,7 @@ def _text(data: bytes) -> str:
     return data[:MAX_OUTPUT].decode("utf-8", errors="replace")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class _Captured:
     stdout: bytes
     stderr: bytes
@@ -330,3 +331,26 @@ def run_in_group(
             raise
         kill_marked(marker)
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def which(tool: str, path: str) -> str | None:
+    """`shutil.which(tool, path=path)` as it is on POSIX (the first executable regular file of that name in the
+    folders of `path`, in order; a name with a slash is taken as it is), without importing `shutil` (with bz2 and
+    lzma, 3 ms of the start-up of every check, which asks whether container tools are installed)."""
+
+    def runnable(candidate: Path) -> bool:
+        return candidate.exists() and os.access(candidate, os.X_OK) and not candidate.is_dir()
+
+    if "/" in tool:
+        return tool if runnable(Path(tool)) else None
+    if not path:
+        return None
+    seen: set[str] = set()
+    for folder in path.split(os.pathsep):
+        if folder in seen:
+            continue
+        seen.add(folder)
+        candidate = Path(folder, tool)
+        if runnable(candidate):
+            return str(candidate)
+    return None

@@ -13,11 +13,11 @@ The sysfs readers and `tpu_topology` never raise: what is missing or unreadable 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
 from accelenv.host.facts import ParseError
 from accelenv.host.probes._text import excerpt
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +47,7 @@ _LEGEND = re.compile(r"\s*(?:NIC\s+)?Legend:", re.IGNORECASE)
 _STOP_LABEL = re.compile(r"(?<!\S)(?:GPU|NIC)\d{1,4}|(?<!\S)(?:CPU Affinity|NUMA Affinity|GPU NUMA ID)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Link:
     """One cell of the matrix: the path between two devices."""
 
@@ -60,13 +60,13 @@ class Link:
         return f"NV{self.nvlinks}" if self.kind == "NV" else self.kind
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Nic:
     name: str  # the matrix label: NIC0; drivers before the NIC legend label the column with the device (mlx5_0)
     device: str | None  # the RDMA device (mlx5_0, mlx5_bond_0), None when the legend does not name it
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class GpuTopology:
     """What `nvidia-smi topo -m` says. Affinity values are kept as printed (`0-47,96-143`); `N/A` is None."""
 
@@ -274,7 +274,7 @@ PEERMEM_MODULES: tuple[str, ...] = ("nvidia_peermem", "nv_peer_mem")
 _RATE_GBPS = re.compile(r"(\d{1,6}(?:\.\d{1,3})?)\s*Gb/sec")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class IbPort:
     number: int
     state: str | None  # ACTIVE, DOWN, INIT, ARMED: the name in `4: ACTIVE`
@@ -291,7 +291,7 @@ class IbPort:
         return float(match[1]) if match else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class IbDevice:
     """One RDMA device under /sys/class/infiniband: a ConnectX HCA (mlx5_0), a RoCE bond, or an AWS EFA adapter."""
 

@@ -26,11 +26,11 @@ every NVIDIA SKU against this rule and the README history (the device-floor tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from accelenv.matrix.model import LiteralVersion
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 ExceptionKind = Literal["opening-release", "side-releases", "older-branch", "vendor-minimum"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class FloorException:
     """Why a SKU's floor is not the plain README floor, and the floors of its other branches.
 

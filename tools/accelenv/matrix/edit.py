@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import tomlkit
@@ -30,6 +29,7 @@ from accelenv.errors import MatrixInvalidError, UsageError
 from accelenv.matrix import validate_text
 from accelenv.matrix.edit_values import SECTIONS, key_parts, set_key, toml_kind, typed_value, unset_key
 from accelenv.matrix.problems import Problem
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -65,7 +65,7 @@ Copy = Literal["shared", "all"]
 BANNER = "# ---- "  # how the matrix opens a group of entries within a section: `# ---- AMD Instinct ----...`
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Edit:
     """The matrix text after an edit, and what the edit did, for the command to tell."""
 
@@ -291,16 +291,16 @@ def _validated(text: str, source: str, what: str, paths: Sequence[str]) -> tuple
     """The warnings about `paths` (entries the edit touched) of a new text that must validate; raises
     MatrixInvalidError with every error otherwise, saying nothing was written. The problems carry no line: the
     lines are those of a text that was not written."""
-    import dataclasses
+    from accelenv import records
 
     validation = validate_text(text, source=source)
-    errors = tuple(dataclasses.replace(p, line=None) for p in validation.problems if p.is_error)
+    errors = tuple(records.replace(p, line=None) for p in validation.problems if p.is_error)
     if errors:
         raise MatrixInvalidError(
             source, errors, hint=f"nothing written ({what}): fix what is shown above and run the command again"
         )
     return tuple(
-        dataclasses.replace(p, line=None)
+        records.replace(p, line=None)
         for p in validation.problems
         if any(p.path == path or p.path.startswith((f"{path}.", f"{path}[")) for path in paths)
     )

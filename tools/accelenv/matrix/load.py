@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -44,6 +43,7 @@ from accelenv.matrix.model import (
     Source,
 )
 from accelenv.matrix.problems import Problem, Severity, dotted
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -53,7 +53,7 @@ SECTIONS = ("sources", "os", "families", "skus", "drivers", "runtimes", "envs")
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Validation:
     """The outcome of reading a matrix: the model (None when the file could not be parsed) and all problems."""
 

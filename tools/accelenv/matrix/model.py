@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from packaging.version import Version
+
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -65,7 +66,7 @@ class CiTier(StrEnum):
     RELEASE = "release"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Source:
     """Where a fact in the matrix comes from, so a reader can check it."""
 
@@ -75,7 +76,7 @@ class Source:
     where: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class OsBase:
     """An OS release images are built on, and the Python its package manager provides."""
 
@@ -87,7 +88,7 @@ class OsBase:
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Family:
     """One accelerator vendor line (or `cpu`): how a host shows it and how software selects its devices."""
 
@@ -124,7 +125,7 @@ class Family:
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Peak:
     """A SKU's documented peak, per device, from the vendor's datasheet (`source`): dense matrix throughput at
     its main training precision and device memory bandwidth. A figure the datasheet does not give is None."""
@@ -136,7 +137,7 @@ class Peak:
     notes: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Sku:
     """One accelerator model, identified the way host tools report it."""
 
@@ -171,7 +172,7 @@ class Sku:
         return any(fnmatch.fnmatchcase(name, pattern.casefold()) for pattern in self.product_names)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class DriverRule:
     """The host driver a runtime needs.
 
@@ -191,7 +192,7 @@ class DriverRule:
     notes: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class DriverRelease:
     """A vendor driver release and the version hosts report for it.
 
@@ -216,7 +217,7 @@ class DriverRelease:
         return reported == self.reports or reported.startswith((self.reports + ".", self.reports + "-"))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ImageRef:
     """A container image: repository and tag, and the digest once it has been pinned."""
 
@@ -232,7 +233,7 @@ class ImageRef:
         return f"{ref}@{self.digest}" if self.digest else ref
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Hold:
     """Why a runtime stays where it is although upstream has newer releases (the support window's reason):
     `accelenv outdated` reports those releases as held, with this reason, instead of as lagging. `packages`
@@ -242,7 +243,7 @@ class Hold:
     packages: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Libraries:
     """Where an image's runtime libraries come from: what its base image carries and what the environment's wheels
     bring, as one line each for a reader (the Dockerfile's header shows them). Each item names a library or stack
@@ -253,7 +254,7 @@ class Libraries:
     notes: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Runtime:
     """A vendor runtime release (CUDA, ROCm, Neuron SDK, libtpu, Gaudi software, or plain CPU)."""
 
@@ -272,7 +273,7 @@ class Runtime:
     notes: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Requirements:
     """The pinned Python dependencies of an environment and the indexes they come from.
 
@@ -321,7 +322,7 @@ def canonical_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Requires:
     """What an environment's workloads need beyond devices (interconnect, RDMA, slice shape, limits)."""
 
@@ -341,7 +342,7 @@ class FrameworkSource(StrEnum):
     BASE_IMAGE = "base-image"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Framework:
     """The framework the environment's device tests exercise, as `accelenv check` verifies it: the distribution
     `name`, its exact `version` (a local label included when the distribution carries one), the accelerator
@@ -353,7 +354,7 @@ class Framework:
     source: FrameworkSource
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Environment:
     """A runtime, OS base, Python and pinned dependencies, meant for a set of SKUs and tested in CI."""
 
@@ -377,7 +378,7 @@ class Environment:
     perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Matrix:
     """The whole compatibility matrix. Lookups by id; iteration in file order."""
 

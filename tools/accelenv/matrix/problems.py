@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -28,7 +29,7 @@ REGISTRY_RULES = frozenset({"unpinned", "lock"})
 """The rules whose findings need a registry or an index to fix (`accelenv pin`, `accelenv lock`)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Problem:
     """One finding: where (dotted key path, line when known), what, and what to do about it."""
 

@@ -11,10 +11,10 @@ host CPU a SKU comes in) is data in the matrix; the rules only compare.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.problems import Severity, suggest
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Finding:
     path: Path
     message: str

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.model import CiTier
 from accelenv.matrix.resolve import resolve
 from accelenv.plan.render import human_tag
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -26,7 +26,7 @@ ORDER = {CiTier.PR: 0, CiTier.NIGHTLY: 1, CiTier.RELEASE: 2}
 EVERYTHING = ("tools/", "noxfile.py", "pyproject.toml", ".ci/", "schema/")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Job:
     env: str
     family: str

@@ -17,9 +17,10 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
+
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +59,7 @@ def cache_dir() -> Path:
     return Path(base) / "accelenv" / "verified-files"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Verifier:
     """Downloads and checks files; `cache`: the folder of digests checked before (None: check everything)."""
 

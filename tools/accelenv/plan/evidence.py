@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import html
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelenv.plan.compatibility import verdict
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 PROVEN, FAILED, DECLARED, INCONCLUSIVE = "proven", "failed", "declared only", "not proven"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Evidence:
     sku: str
     env: str

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.matrix.resolve import index_options
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -174,7 +174,7 @@ _OS_LINE = re.compile(
 DPKG_ARCHITECTURES = {"linux/amd64": "amd64", "linux/arm64": "arm64"}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class OsPackage:
     name: str
     version: str
@@ -188,7 +188,7 @@ class OsPackage:
         return f"{self.name}_{self.version.split(':')[-1]}_{self.architecture}.deb"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class OsLock:
     base: str  # the matrix's reference
     pin: str  # what the build starts FROM: repository@sha256:... or a local image id (sha256:...)

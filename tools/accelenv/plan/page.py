@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -25,6 +24,7 @@ from accelenv.plan.lock import LockState
 from accelenv.plan.render import human_tag
 from accelenv.plan.sessions import session_specs
 from accelenv.plan.start import gate, stamp_html, start_steps
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -42,7 +42,7 @@ LEGEND: dict[Status, str] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Cell:
     """One SKU against one environment, as the grid shows it."""
 

@@ -15,11 +15,12 @@ repository's locks (through `plan.lock.read_lock`) and assesses each.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -67,7 +68,7 @@ class Hashes(StrEnum):
     NOT_RECORDED = "not-recorded"  # a lock made before accelenv checked them
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Pin:
     """One `name==version` of a lock, with the index it names (None: no `# from` line) and its line number."""
 
@@ -78,7 +79,7 @@ class Pin:
     line: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LockProvenance:
     """A lock's pins and what they say: `problems` are errors (a pin from an undeclared index, a pin that names
     none in a lock where the others do), each naming the package and the index or line."""
@@ -122,7 +123,7 @@ _UNVERIFIED = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class LockedFile:
     """One file a platform can install, as uv's pylock.toml names it."""
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelenv.fileio import check_inside, read_text_if_exists, remove_stale_temps, write_atomic
 from accelenv.matrix.resolve import resolve
 from accelenv.plan.lock import IMAGE_LOCK_NAME, LOCK_NAME, OS_LOCK_NAME, input_digest
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,7 +52,7 @@ USER = "accelenv"
 UID = 1000
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class RenderPlan:
     files: dict[str, str]  # repository-relative path -> content
     stale: list[str]  # generated files of environments that no longer exist
@@ -359,7 +359,7 @@ def _looks_generated(path: Path) -> bool:
         os.close(fd)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class RenderResult:
     written: list[str]
     unchanged: list[str]

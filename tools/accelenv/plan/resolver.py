@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.resolve import index_options
@@ -23,6 +22,7 @@ from accelenv.plan.lock import (
     uv_platform,
 )
 from accelenv.plan.provenance import hashes_line
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     Verify = Callable[[Sequence[LockedFile]], list[str]]  # files -> problems (plan.digests.Verifier)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Resolution:
     env: str
     text: str | None  # the lock file, or None when resolution failed

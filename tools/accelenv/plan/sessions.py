@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from accelenv.matrix import Matrix
@@ -15,7 +16,7 @@ SKIP_ENV_VAR = "ACCELENV_SKIP_MISSING_HARDWARE"
 SKIP_FLAG = "--skip-missing-hardware"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class SessionSpec:
     name: str
     env: str

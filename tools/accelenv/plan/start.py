@@ -9,17 +9,17 @@ command line); `gate` and `stamp_html` are pure.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import html
 import shlex
 import subprocess
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from accelenv import records
 from accelenv.matrix.resolve import index_options, pip_command
 from accelenv.plan.lock import LOCK_NAME, LockState
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 GIT_TIMEOUT = 10.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Step:
     """One step of "Get started": what it does, and the shell text a reader copies (empty: nothing to run)."""
 
@@ -84,7 +84,7 @@ def start_steps(matrix: Matrix, env: Environment, lock: LockState | None, sessio
     return steps
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Unavailable:
     """Why a step cannot be taken now, and what makes it possible."""
 
@@ -145,12 +145,12 @@ def gate(steps: list[Step], env: Environment, lock: LockState | None, image: Una
             )
             blocker = image or lock_blocker
         gated.append(
-            step if blocker is None else dataclasses.replace(step, available=False, why=blocker.why, fix=blocker.fix)
+            step if blocker is None else records.replace(step, available=False, why=blocker.why, fix=blocker.fix)
         )
     return gated
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Stamp:
     """What a copy of the page was made from: the matrix's content hash, its commit (None: not committed, or
     no git), and when."""

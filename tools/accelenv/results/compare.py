@@ -4,8 +4,9 @@ default environments and SKUs that nothing has proven lately. Pure: records and 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
@@ -15,7 +16,7 @@ DAY = 86400
 DEFAULT_TOLERANCE = 0.10
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Regression:
     env: str
     sku: str | None
@@ -31,7 +32,7 @@ class Regression:
         return dict(vars(self))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Stale:
     env: str
     sku: str

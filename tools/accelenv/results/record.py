@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
 from accelenv.fileio import read_bytes
+from accelenv.records import frozen
 from accelenv.results.schema import FORMAT, result_schema
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ CLOCK_SKEW = 300  # seconds a record's end may lie ahead of this machine's clock
 SUFFIX = ".result.json"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Figure:
     name: str
     value: float
@@ -43,7 +43,7 @@ class Figure:
     warning: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Record:
     """One validated record. `data` is the document as read (already schema-valid)."""
 
@@ -66,7 +66,7 @@ class Record:
     data: dict[str, Any]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Refused:
     """A file that is not a usable record, and why."""
 

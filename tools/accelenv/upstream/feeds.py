@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.records import frozen
 from accelenv.upstream.indexes import _Failure
 from accelenv.upstream.outdated import Finding, Problem, new_line
 
@@ -40,7 +40,7 @@ class UnreadableFeed(ValueError):
     """The answer is not an Atom feed this module can read."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class FeedEntry:
     """One release of a feed: its tag, title and version (None when neither names one)."""
 
@@ -97,7 +97,7 @@ def newest_final(entries: list[FeedEntry]) -> FeedEntry | None:
     return max(final, key=lambda e: e.version or Version("0")) if final else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class FeedUrls:
     """Where the feeds are asked (tests point them at loopback)."""
 

@@ -25,6 +25,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from accelenv.host.redact import redact_text
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -46,7 +47,7 @@ MAX_PAGE = 64 * 2**20
 # ---- what an index says ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Releases:
     """One index's releases of one project: versions not wholly yanked, and each one's Requires-Python."""
 

@@ -14,11 +14,11 @@ is refused) -> `Finding`s, or a `Problem` when the file cannot be had or read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.records import frozen
 from accelenv.upstream.indexes import _Failure
 from accelenv.upstream.outdated import Finding, Problem
 
@@ -36,7 +36,7 @@ class UnreadableReleases(ValueError):
     """The answer is not shaped like NVIDIA's releases.json."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Branch:
     """One driver branch: its number, designation and newest release."""
 

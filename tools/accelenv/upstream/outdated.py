@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from accelenv.records import frozen
 from accelenv.upstream.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ MAX_SOURCE = 8 * 1024 * 1024  # the release manifest, the tag list, the README: 
 # ---- what comes out ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Finding:
     """A newer release than the matrix pins: a package of an environment, or a component of a runtime."""
 
@@ -108,7 +108,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Problem:
     """A pin that could not be checked, and why (the index could not be asked, or nothing knows the package)."""
 
@@ -121,7 +121,7 @@ class Problem:
         return {"env": self.env, "name": self.name, "index": self.index, "message": self.message}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ReleaseSourceUrls:
     """Where the release sources outside the package indexes are asked (tests point them at loopback)."""
 

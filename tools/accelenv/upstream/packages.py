@@ -5,12 +5,12 @@ may move to (`newest`, pure).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from accelenv.records import frozen
 from accelenv.upstream.indexes import Releases, _Failure
 from accelenv.upstream.outdated import Finding, Problem
 
@@ -63,7 +63,7 @@ def _admits(requires_python: str | None, python: str) -> bool:
         return True
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Pin:
     """One pinned version to check: where it sits in the matrix and which indexes answer for it, in order."""
 

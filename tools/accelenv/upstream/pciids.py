@@ -14,9 +14,9 @@ The flow: text from the edge (`IndexClient.text`) -> `parse_pci_ids` (pure) -> `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from accelenv.records import frozen
 from accelenv.upstream.indexes import _Failure
 from accelenv.upstream.outdated import Finding, Problem
 
@@ -40,7 +40,7 @@ class UnreadablePciIds(ValueError):
     """The answer is not a pci.ids file."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PciIds:
     """A pci.ids release: its version and, per vendor id (`10de`), device id (`3182`) -> name."""
 

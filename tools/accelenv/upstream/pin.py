@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import tomlkit
 import tomlkit.exceptions
 
 from accelenv.matrix import validate_text
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,7 +39,7 @@ MAX_TOKEN_ANSWER = 64 * 1024
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ImageName:
     registry: str
     repository: str
@@ -59,7 +59,7 @@ def parse_reference(repository: str, tag: str) -> ImageName:
     return ImageName(registry=DOCKER_HUB, repository=repository if rest else f"library/{repository}", tag=tag)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Resolved:
     runtime: str
     os: str
@@ -155,7 +155,7 @@ def targets(matrix: Matrix, runtimes: list[str] | None) -> list[tuple[str, str, 
     return found
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class PinResult:
     runtime: str
     os: str

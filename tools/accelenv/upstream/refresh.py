@@ -13,7 +13,6 @@ dropping the changes of an environment whose lock cannot be resolved, and render
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import tomlkit
@@ -22,6 +21,7 @@ from accelenv.errors import MatrixInvalidError
 from accelenv.matrix.edit import add_entry
 from accelenv.matrix.load import validate_text
 from accelenv.matrix.model import canonical_name
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 TPU_PACKAGES = ("jax", "jaxlib", "libtpu")  # one release line: jax[tpu] pins libtpu exactly
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TpuLine:
     """A newer jax and the libtpu its `[tpu]` extra pins, as read from the index (`tpu_line`)."""
 
@@ -42,20 +42,20 @@ class TpuLine:
     requires_python: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Change:
     kind: Literal["bump", "new-line"]
     env: str
     summary: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class Skipped:
     what: str
     why: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class RefreshPlan:
     text: str
     changes: tuple[Change, ...]

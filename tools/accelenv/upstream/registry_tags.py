@@ -12,12 +12,12 @@ moves, and when AMD publishes a `rocm/pytorch` image for a ROCm line the matrix 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urljoin
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.records import frozen
 from accelenv.upstream.outdated import Finding, Problem
 from accelenv.upstream.pin import MAX_TOKEN_ANSWER, parse_reference
 
@@ -33,7 +33,7 @@ _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class TagShape:
     """A tag read as its shape, its leading version and the numbers that must match (OS, Python)."""
 

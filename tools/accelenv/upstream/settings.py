@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import configparser
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 Strategy = Literal["first-index", "best-version"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class IndexSettings:
     """The machine's index settings: the index that replaces PyPI (None: PyPI), extra indexes, how several
     indexes are combined, and where the settings came from (for the report)."""

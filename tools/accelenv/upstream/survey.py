@@ -6,12 +6,12 @@ collected into one report (`outdated.py`), each finding marked held where the ma
 from __future__ import annotations
 
 import difflib
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
 from accelenv.errors import UsageError
+from accelenv.records import replace
 from accelenv.upstream.indexes import PYPI_URL, IndexClient
 from accelenv.upstream.nvidia_devices import nvidia_devices
 from accelenv.upstream.outdated import Finding, Problem, ReleaseSourceUrls

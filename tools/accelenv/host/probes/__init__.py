@@ -8,8 +8,9 @@ older releases may also have a `followups(results)` method: the commands to run 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 STATED_SKU = "stated_sku"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ProbeContext:
     """What a probe may look at besides its tools' output."""
 
@@ -34,7 +35,7 @@ class ProbeContext:
     fetch_metadata: Callable[[str], str | None] | None = None  # only set when the user allows network lookups
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen
 class ToolView:
     """A family as its vendor tools (and files they maintain) describe it."""
 

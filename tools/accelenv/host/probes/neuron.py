@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
@@ -20,6 +19,7 @@ from accelenv.host.probes._text import bdf as _bdf
 from accelenv.host.probes._text import describe as _describe
 from accelenv.host.probes._text import excerpt as _excerpt
 from accelenv.host.probes._text import load_json as _load_json
+from accelenv.records import replace
 
 if TYPE_CHECKING:
     from accelenv.host.run import ToolResult
