@@ -42,6 +42,7 @@ def test_github_rows_carry_runner_labels_and_the_image(matrix: Matrix) -> None:
         "session": "gpu-nvidia-cu128",
         "image": "accelenv:gpu-nvidia-cu128-py312",
         "platform": "linux/amd64",
+        "arch": "amd64",
     }
 
 

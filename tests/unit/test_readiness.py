@@ -12,7 +12,9 @@ from accelenv.cli import main
 from accelenv.matrix import load_matrix
 from accelenv.matrix.model import CiTier
 from accelenv.plan.ci import buildkite, jobs, not_scheduled
-from accelenv.plan.readiness import blocker, blockers
+from accelenv.plan.lock import OsLock, OsPackage, os_lock_path, render_os_lock
+from accelenv.plan.readiness import blocker, blockers, platform_blockers
+from accelenv.plan.render import os_packages
 
 if TYPE_CHECKING:
     import pytest
@@ -77,3 +79,43 @@ def test_ci_prints_the_jobs_on_stdout_and_what_is_not_scheduled_on_stderr(
         "accelenv ci: cpu-py312 not scheduled: no lock file (envs/cpu-py312/requirements.lock): nothing to install; "
         "run `accelenv lock cpu-py312` where its indexes are reachable, then commit it"
     )
+
+
+def test_a_platform_without_its_os_lock_is_not_scheduled_there_and_named(tmp_path: Path) -> None:
+    """An environment whose linux/amd64 image can be built but whose arm64 OS-package lock is missing runs its
+    amd64 job only; the arm64 one is named with the command that makes its lock."""
+    env = SHIPPED.envs["gpu-nvidia-cu132"]
+    assert "linux/arm64" in env.platforms
+    repo = _tree(tmp_path, env.id)
+    image = SHIPPED.runtimes[env.runtime].base_images[env.os]
+    packages = os_packages(SHIPPED, env)
+    assert packages  # the CUDA base lacks the environment's Python: its image needs an OS-package lock
+    debs = tuple(
+        OsPackage(name=p, version="1", architecture="amd64", size=1, sha256="0" * 64, url=f"http://x/{p}.deb")
+        for p in packages
+    )
+    lock = OsLock(base=image.reference, pin="sha256:" + "c" * 64, architecture="amd64", packages=debs)
+    os_lock_path(repo, env.id).write_text(render_os_lock(env.id, packages, lock))
+    assert blocker(SHIPPED, env, repo) is None
+    assert env.id not in blockers(SHIPPED, repo)
+    per_platform = platform_blockers(SHIPPED, repo)
+    assert per_platform[env.id, "linux/arm64"] == (
+        f"no OS-package lock (envs/{env.id}/os-packages.arm64.lock): its image cannot be built; run `accelenv lock "
+        f"{env.id} --platform linux/arm64` where {image.reference} can be pulled, then commit it"
+    )
+    blocked = blockers(SHIPPED, repo)
+    scheduled = jobs(SHIPPED, tier=CiTier.RELEASE, blocked=blocked, blocked_platforms=per_platform)
+    assert [job.platform for job in scheduled if job.env == env.id] == ["linux/amd64"]
+    skipped = not_scheduled(SHIPPED, tier=CiTier.RELEASE, blocked=blocked, blocked_platforms=per_platform)
+    assert (f"{env.id} (linux/arm64)", per_platform[env.id, "linux/arm64"]) in skipped
+
+
+def test_each_job_names_its_architecture_for_artifact_names(tmp_path: Path) -> None:
+    rows = [
+        job.as_github()
+        for job in jobs(SHIPPED, tier=CiTier.PR, blocked=blockers(SHIPPED, _tree(tmp_path, "cpu-py311")))
+    ]
+    names = [f"accelenv-{row['env']}-{row['arch']}" for row in rows]
+    assert names  # cpu-py311 on both platforms
+    assert len(set(names)) == len(names)
+    assert all("/" not in name for name in names)

@@ -148,14 +148,18 @@ def ci(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.load import load_matrix
     from accelenv.matrix.model import CiTier
     from accelenv.plan.ci import buildkite, github, jobs, not_scheduled
-    from accelenv.plan.readiness import blockers
+    from accelenv.plan.readiness import blockers, platform_blockers
 
     matrix = matrix_of(args)
     previous = load_matrix(Path(args.base_matrix), use_cache=False) if args.base_matrix else None
-    blocked = blockers(matrix, repo_of(args))
+    blocked, per_platform = blockers(matrix, repo_of(args)), platform_blockers(matrix, repo_of(args))
     tier = CiTier(args.tier)
-    rows = jobs(matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked)
-    skipped = not_scheduled(matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked)
+    rows = jobs(
+        matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked, blocked_platforms=per_platform
+    )
+    skipped = not_scheduled(
+        matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked, blocked_platforms=per_platform
+    )
     for env_id, why in skipped:  # stderr: stdout stays the document a workflow reads
         sys.stderr.write(f"accelenv ci: {env_id} not scheduled: {why}\n")
     out.write(github(rows) if args.format == "github" else buildkite(rows, skipped))

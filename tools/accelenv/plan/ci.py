@@ -46,6 +46,7 @@ class Job:
             "session": self.session,
             "image": self.image,
             "platform": self.platform,
+            "arch": self.platform.rpartition("/")[2],  # for names that cannot hold a slash (artifacts)
         }
 
 
@@ -91,8 +92,10 @@ def jobs(
     changed: list[str] | None = None,
     previous: Matrix | None = None,
     blocked: Mapping[str, str] | None = None,
+    blocked_platforms: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Job]:
-    """The jobs of `tier`; an environment in `blocked` (see plan/readiness.py) is not scheduled."""
+    """The jobs of `tier`; an environment in `blocked`, or an (environment, platform) in `blocked_platforms` (see
+    plan/readiness.py), is not scheduled."""
     out = []
     for env in _selected(matrix, tier=tier, changed=changed, previous=previous):
         env_tier = effective_tier(matrix, env)
@@ -105,6 +108,8 @@ def jobs(
             runners[platform] = (labels, platform_queue or f"{queue}-{platform.rpartition('/')[2]}")
         # one job per platform the environment declares and the family has runners of
         for platform in (p for p in env.platforms if p in runners):
+            if blocked_platforms and (env.id, platform) in blocked_platforms:
+                continue
             labels, job_queue = runners[platform]
             out.append(
                 Job(
@@ -135,13 +140,21 @@ def not_scheduled(
     blocked: Mapping[str, str],
     changed: list[str] | None = None,
     previous: Matrix | None = None,
+    blocked_platforms: Mapping[tuple[str, str], str] | None = None,
 ) -> list[tuple[str, str]]:
-    """(env, why) for each environment the tier would run but that cannot run, in matrix order."""
-    return [
-        (env.id, blocked[env.id])
-        for env in _selected(matrix, tier=tier, changed=changed, previous=previous)
-        if env.id in blocked
-    ]
+    """(env, why) for each environment the tier would run but that cannot run, in matrix order; ("env (platform)",
+    why) for each platform of one that cannot run there."""
+    out = []
+    for env in _selected(matrix, tier=tier, changed=changed, previous=previous):
+        if env.id in blocked:
+            out.append((env.id, blocked[env.id]))
+            continue
+        out += [
+            (f"{env.id} ({platform})", why)
+            for (env_id, platform), why in (blocked_platforms or {}).items()
+            if env_id == env.id
+        ]
+    return out
 
 
 def github(rows: list[Job]) -> str:

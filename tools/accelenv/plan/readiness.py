@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from accelenv.matrix import Environment, Matrix
 
 
-def blocker(matrix: Matrix, env: Environment, repo: Path) -> str | None:
-    """Why `env` cannot run from this tree, or None."""
+def blocker(matrix: Matrix, env: Environment, repo: Path, platform: str = "linux/amd64") -> str | None:
+    """Why `env` cannot run from this tree on `platform` (its OS-package lock is per platform), or None."""
     state = lock_state(repo, env, glibc_of(matrix, env))
     if state is not LockState.CURRENT:
         what = "no lock file" if state is LockState.UNLOCKED else "a stale lock"
@@ -30,16 +30,30 @@ def blocker(matrix: Matrix, env: Environment, repo: Path) -> str | None:
     image = matrix.runtimes[env.runtime].base_images.get(env.os)
     packages = os_packages(matrix, env)
     if image is not None and packages:
-        os_state = os_lock_state(repo, env.id, image.reference, packages)
+        os_state = os_lock_state(repo, env.id, image.reference, packages, platform)
         if os_state is not LockState.CURRENT:
             what = "no OS-package lock" if os_state is LockState.UNLOCKED else "a stale OS-package lock"
+            command = f"accelenv lock {env.id}" + ("" if platform == "linux/amd64" else f" --platform {platform}")
             return (
-                f"{what} ({os_lock_path(repo, env.id).relative_to(repo)}): its image cannot be built; run "
-                f"`accelenv lock {env.id}` where {image.reference} can be pulled, then commit it"
+                f"{what} ({os_lock_path(repo, env.id, platform).relative_to(repo)}): its image cannot be built; run "
+                f"`{command}` where {image.reference} can be pulled, then commit it"
             )
     return None
 
 
 def blockers(matrix: Matrix, repo: Path) -> dict[str, str]:
-    """Every environment that cannot run, with why."""
+    """Every environment that cannot run (on linux/amd64, its first platform: then on none), with why."""
     return {env.id: reason for env in matrix.envs.values() if (reason := blocker(matrix, env, repo)) is not None}
+
+
+def platform_blockers(matrix: Matrix, repo: Path) -> dict[tuple[str, str], str]:
+    """(environment, platform) for each other platform an environment that can run on linux/amd64 cannot run on
+    (its OS-package lock for that platform is missing or stale), with why."""
+    found = {}
+    for env in matrix.envs.values():
+        if blocker(matrix, env, repo) is not None:
+            continue
+        for platform in env.platforms:
+            if platform != "linux/amd64" and (reason := blocker(matrix, env, repo, platform)) is not None:
+                found[env.id, platform] = reason
+    return found
