@@ -12,7 +12,17 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conformancekit import backend_of, form, free_port_on, median, need_torch, ray_cluster, spawn, timed
+from conformancekit import (
+    backend_of,
+    form,
+    free_port_on,
+    median,
+    need_torch,
+    need_torch_alone,
+    ray_cluster,
+    spawn,
+    timed,
+)
 from devicekit import Expected, need_devices
 
 from accelenv.results.plugin import current_run
@@ -31,7 +41,7 @@ class PerformanceWarning(UserWarning):
 def _device(expected: Expected) -> Any:
     """The one device the single-process figures run on; a host without the family's devices is a skip only
     where missing hardware was allowed (before anything asks the framework about devices)."""
-    torch, _ = need_torch(expected)
+    torch = need_torch_alone(expected)
     family = expected.env.family
     if family != "cpu":
         need_devices(expected, expected.device_count)
@@ -85,7 +95,7 @@ def _report(request: pytest.FixtureRequest, expected: Expected, sku: Sku | None,
 
 
 def test_matmul_throughput(expected: Expected, request: pytest.FixtureRequest) -> None:
-    torch, _ = need_torch(expected)
+    torch = need_torch_alone(expected)
     device = _device(expected)
     if device.type != "cpu":
         need_devices(expected, torch.cuda.device_count())
@@ -102,7 +112,7 @@ def test_matmul_throughput(expected: Expected, request: pytest.FixtureRequest) -
 
 
 def test_memory_bandwidth(expected: Expected, request: pytest.FixtureRequest) -> None:
-    torch, _ = need_torch(expected)
+    torch = need_torch_alone(expected)
     device = _device(expected)
     if device.type != "cpu":
         need_devices(expected, torch.cuda.device_count())
@@ -118,7 +128,7 @@ def test_memory_bandwidth(expected: Expected, request: pytest.FixtureRequest) ->
 
 def test_one_member_group(expected: Expected) -> None:
     """The family's backend forms a group of one in this process (no Ray) and all-reduces on the device."""
-    torch, _ = need_torch(expected)
+    torch = need_torch_alone(expected)
     device = _device(expected)
     import torch.distributed as dist
 

@@ -10,6 +10,7 @@ host with its devices. Actors end by Ray's API; the cluster ends by the handle t
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 import socket
@@ -49,11 +50,19 @@ def need_torch(expected: Expected) -> tuple[ModuleType, ModuleType]:
     torch.distributed through Ray actors, and a suite that imported nothing tested nothing (never a skip)."""
     from devicekit import need_module
 
+    return need_torch_alone(expected), need_module(expected, "ray", from_lock=True)
+
+
+def need_torch_alone(expected: Expected) -> ModuleType:
+    """torch, for the single-process figures (no Ray: a machine with only PyTorch can measure them), or a failure
+    that says where it should have come from."""
+    from devicekit import need_module
+
     env = expected.env
     framework = env.framework
     if framework is not None and "torch" not in framework.name:
         try:
-            import torch
+            return importlib.import_module("torch")
         except ImportError as error:
             pytest.fail(
                 f"could not import 'torch' ({error}): the conformance suite drives torch.distributed, and "
@@ -62,9 +71,7 @@ def need_torch(expected: Expected) -> tuple[ModuleType, ModuleType]:
                 "family: the cpu lock plus torch for the CPU)",
                 pytrace=False,
             )
-    else:
-        torch = need_module(expected, "torch")
-    return torch, need_module(expected, "ray", from_lock=True)
+    return need_module(expected, "torch")
 
 
 def backend_of(matrix: Matrix, env: Environment) -> str:
@@ -91,8 +98,6 @@ class Cluster:
 @contextlib.contextmanager
 def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
     """A Ray cluster for the suite, connected; shut down (what it started, only) afterwards."""
-    import importlib
-
     ray: Any = importlib.import_module("ray")  # need_torch, which every test calls first, fails when it is missing
     from ray._private import ray_constants
 
