@@ -6,6 +6,7 @@ Every process a test starts is ended by its id (the fixture below kills what it 
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import subprocess
@@ -125,3 +126,80 @@ def test_the_child_marker_is_set_for_every_child(tmp_path: Path) -> None:
     assert len(result.stdout.strip()) == 16
     answer = run_in_group(["/bin/sh", "-c", f'echo "${CHILD_MARKER}"'], input_text="", timeout=10)
     assert len(answer.stdout.strip()) == 16
+
+
+# ---------------------------------------------------------------------------------------------------- enumeration
+
+_STARTERS = frozenset(
+    {
+        "subprocess.run",
+        "subprocess.Popen",
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "subprocess.getoutput",
+        "subprocess.getstatusoutput",
+        "os.system",
+        "os.popen",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.posix_spawnp",
+        *(f"os.{name}" for name in ("execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe")),
+        *(f"os.{name}" for name in ("spawnv", "spawnve", "spawnvp", "spawnvpe", "spawnl", "spawnle")),
+    }
+)
+
+
+def _starts(tree: ast.AST) -> list[tuple[str, int]]:
+    """Every call in `tree` that starts a process by itself: `module.function(...)` of `_STARTERS`, and the same
+    names imported on their own (`from subprocess import run`)."""
+    imported = {
+        alias.asname or alias.name: f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module in ("subprocess", "os")
+        for alias in node.names
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            name = f"{func.value.id}.{func.attr}"
+        elif isinstance(func, ast.Name):
+            name = imported.get(func.id, "")
+        else:
+            continue
+        if name in _STARTERS:
+            found.append((name, node.lineno))
+    return found
+
+
+def test_every_child_process_starts_in_host_run() -> None:
+    """Enumerates every call in the package that starts a process: only host/run.py may (ToolRunner for vendor
+    tools, run_in_group for the rest), so every child is in a group accelenv ends on a timeout, SIGTERM or
+    Ctrl-C, with the marker its setsid daemons are found by."""
+    package = Path(accelenv.__file__).parent
+    offenders = [
+        f"{source.relative_to(package)}:{line}: {name}"
+        for source in sorted(package.rglob("*.py"))
+        if source.relative_to(package).as_posix() != "host/run.py"
+        for name, line in _starts(ast.parse(source.read_text(encoding="utf-8")))
+    ]
+    assert offenders == [], "start it through accelenv.host.run (run_in_group or ToolRunner):\n" + "\n".join(offenders)
+
+
+def test_the_enumeration_sees_a_start() -> None:
+    """The check above can fail: a module that starts a process by itself is found, however it imports."""
+    tree = ast.parse(
+        "import os, subprocess\nfrom subprocess import check_output as co\nsubprocess.run(['x'])\nco(['y'])\n"
+        "os.system('z')\nos.execvp('a', ['a'])\nsubprocess.TimeoutExpired\nprocess.run()\n"
+    )
+    assert sorted(name for name, _ in _starts(tree)) == [
+        "os.execvp",
+        "os.system",
+        "subprocess.check_output",
+        "subprocess.run",
+    ]
+    assert _starts(ast.parse("import host\nhost.run(['x'])\n")) == []

@@ -4,16 +4,13 @@ finishes or undoes it; a journal that does not read, or that names a path outsid
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from accelenv import changeset
 from accelenv.errors import UsageError
 from accelenv.fileio import write_atomic
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def test_a_whole_change_lands_and_leaves_no_journal(tmp_path: Path) -> None:
@@ -97,3 +94,35 @@ def test_a_journal_that_does_not_read_is_never_acted_on(tmp_path: Path, document
         with pytest.raises(UsageError, match="journal does not read; nothing was done"):
             action()
     assert sorted(p.name for p in tmp_path.rglob("*")) == [".accelenv", "changeset.json"]
+
+
+WRITERS = [
+    ["render"],
+    ["lock", "cpu-py311"],
+    ["add", "sku", "mi300a", "family=amd", 'name="AMD Instinct MI300A"', "arch=gfx942", 'sources=["rocm-gpu-specs"]'],
+    ["attach", "h100-sxm", "gpu-nvidia-cu126"],
+    ["detach", "h100-sxm", "gpu-nvidia-cu126"],
+    ["pin"],
+    ["refresh"],
+]
+
+
+@pytest.mark.parametrize("command", WRITERS, ids=lambda c: c[0])
+def test_every_command_that_writes_the_tree_refuses_over_an_interrupted_change(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each command that writes matrix.toml, locks or generated files stops before anything (and before the
+    network) while a journal says an earlier change was interrupted; the journal and the files stay as they are."""
+    import shutil
+
+    from accelenv.cli import main
+
+    interrupted(tmp_path, monkeypatch)  # a refresh stopped half-way: its journal is left
+    monkeypatch.undo()
+    shutil.copy(Path(__file__).resolve().parents[2] / "matrix.toml", tmp_path / "matrix.toml")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert main(["--matrix", str(tmp_path / "matrix.toml"), *command]) == 2
+    err = capsys.readouterr().err
+    assert "an earlier refresh was interrupted" in err
+    assert "accelenv refresh --resume" in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

@@ -24,6 +24,7 @@ import tomlkit
 from accelenv.build.image_config import rfc3339_seconds
 from accelenv.errors import AccelenvError
 from accelenv.fileio import read_bytes
+from accelenv.host.run import run_in_group
 from accelenv.matrix.model import PLATFORM_MACHINES
 from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements, os_lock_name
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
@@ -204,12 +205,8 @@ def pip_platforms(platform: str, glibc: str) -> list[str]:
 
 def _pip(args: list[str], what: str, timeout: float) -> None:
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+        proc = run_in_group(
+            [sys.executable, "-m", "pip", "--disable-pip-version-check", *args], input_text="", timeout=timeout
         )
     except subprocess.TimeoutExpired as error:
         raise BuildError(f"{what} did not finish within {timeout:g} s") from error

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.build.overrides import STANDIN_REPOSITORY
 from accelenv.errors import UsageError
+from accelenv.host.run import run_in_group
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def make_standin(plan: StandinPlan, engine: DockerEngine, say: Callable[[str], N
 
 def _run(command: list[str], what: str) -> None:
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT, check=False)
+        proc = run_in_group(command, input_text="", timeout=DEBOOTSTRAP_TIMEOUT)
     except subprocess.TimeoutExpired as error:
         raise UsageError(f"{what} did not finish within {DEBOOTSTRAP_TIMEOUT:g} s") from error
     except OSError as error:

@@ -106,7 +106,11 @@ def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
     p.add_argument(
         "--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S", help="per vendor tool (default %(default)gs)"
     )
-    p.add_argument("--metadata", action="store_true", help="ask the GCE metadata server for the TPU type (2 s)")
+    p.add_argument(
+        "--metadata",
+        action="store_true",
+        help="also ask the cloud's metadata server (GCE: machine type, zone, TPU type and slice; 2 s)",
+    )
     if snapshot:
         p.add_argument("--snapshot", metavar="FILE", help="judge a saved snapshot instead of this host")
 

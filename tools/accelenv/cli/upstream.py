@@ -60,11 +60,13 @@ def pin_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def pin(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv import netio
+    from accelenv import changeset, netio
     from accelenv.upstream.pin import pin as pin_images
 
     matrix = matrix_of(args)
     path = find_matrix(args.matrix)
+    if not args.check:
+        changeset.refuse_if_pending(path.parent)  # it writes matrix.toml: an interrupted refresh comes first
     unknown = [r for r in args.runtimes if r not in matrix.runtimes]
     if unknown:
         raise UsageError(f"no runtime {', '.join(unknown)}; runtimes are: {', '.join(matrix.runtimes)}")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from accelenv.host.run import run_in_group
+
 SUPPORTED = ("3.11", "3.12", "3.13", "3.14")  # what pyproject's requires-python (>=3.11) admits, oldest first
 _PROBE = "import sys; print('%d.%d' % sys.version_info[:2])"
 
@@ -65,7 +67,7 @@ def _runs_as(path: str, version: str) -> bool:
     if not os.access(path, os.X_OK):
         return False
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run([path, "-c", _PROBE], capture_output=True, text=True, timeout=20, check=False)
+        out = run_in_group([path, "-c", _PROBE], input_text="", timeout=20)
         return out.returncode == 0 and out.stdout.strip() == version
     return False
 
@@ -77,12 +79,8 @@ def find_interpreter(version: str) -> str | None:
         if _runs_as(path, version):
             return path
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        found = subprocess.run(
-            [uv_binary(), "python", "find", "--no-python-downloads", version],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
+        found = run_in_group(
+            [uv_binary(), "python", "find", "--no-python-downloads", version], input_text="", timeout=30
         )
         path = found.stdout.strip().splitlines()[-1] if found.returncode == 0 and found.stdout.strip() else ""
         if path and _runs_as(path, version):

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from accelenv import records
+from accelenv.host.run import run_in_group
 from accelenv.matrix.resolve import index_options, pip_command
 from accelenv.plan.lock import LOCK_NAME, LockState
 from accelenv.records import frozen
@@ -183,9 +184,7 @@ def stamp_of(matrix_path: Path, text: str, *, today: str | None = None) -> Stamp
 
 def _git(folder: str, *args: str) -> str | None:
     try:
-        proc = subprocess.run(
-            ["git", "-C", folder, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False
-        )
+        proc = run_in_group(["git", "-C", folder, *args], input_text="", timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None
