@@ -240,3 +240,16 @@ def test_a_snapshot_carries_the_summary(tmp_path: Path, matrix: Matrix) -> None:
     replayed = load_snapshot(tmp_path / "snap.json")
     assert replayed.container.cdi == specs
     assert [f.status for f in cdi_findings(matrix, replayed.container.cdi, "580.95.05")] == [Status.FAIL, Status.FAIL]
+
+
+def test_a_stale_spec_where_the_generator_does_not_write_is_also_to_be_removed(tmp_path: Path, matrix: Matrix) -> None:
+    """The generator's command writes /var/run/cdi/nvidia.yaml: a stale /etc/cdi/nvidia.yaml would still be read
+    after it ran, so the fix says to remove it too."""
+    root = host_with(tmp_path, SPEC_570)
+    moved = tmp_path / "host" / "etc" / "cdi" / "nvidia.yaml"
+    moved.parent.mkdir(parents=True)
+    (tmp_path / "host" / "var" / "run" / "cdi" / "nvidia.yaml").rename(moved)
+    (finding,) = cdi_findings(matrix, read_specs(root), "580.95.05")
+    assert finding.status is Status.FAIL
+    assert finding.fix.startswith("nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml")
+    assert finding.fix.endswith(", then remove /etc/cdi/nvidia.yaml (the engine reads it too)")

@@ -98,3 +98,27 @@ def test_podman_cdi_needs_4_1(matrix: Matrix, tmp_path: Path) -> None:
     old = EngineCaps(host="unix:///x", product="Podman", version="4.0.3", cdi_spec_dirs=("/etc/cdi",), runtimes=())
     wiring = choose(matrix.families["amd"], old, (AMD_SPEC,), tree(tmp_path), {})
     assert wiring.refusal.startswith("no CDI: Podman 4.0.3 takes no CDI names (Podman 4.1 and newer do)")
+
+
+def test_a_spec_generated_for_another_driver_is_not_used(tmp_path: Path, matrix: Matrix) -> None:
+    """After a driver upgrade that left the old libraries in place, the spec still names them: the container would
+    get the old driver's libraries, so the spec is not used (check's container.cdi fails it with the same fix)."""
+    old = CdiSpec(
+        path="/etc/cdi/nvidia.yaml",
+        cdi_version="0.5.0",
+        kind="nvidia.com/gpu",
+        devices=("0", "all"),
+        driver_version="570.133.20",
+    )
+    nvidia = matrix.families["nvidia"]
+    root = tree(tmp_path, "/dev/nvidia0", "/dev/nvidiactl")
+    (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
+    (tmp_path / "sys" / "module" / "nvidia" / "version").write_text("580.95.05\n")
+    upgraded = choose(nvidia, DOCKER_28, (old,), root, {})
+    assert upgraded.way != "cdi"
+    assert (
+        "the nvidia.com/gpu spec /etc/cdi/nvidia.yaml was generated for driver 570.133.20, and driver 580.95.05 "
+        "is loaded"
+    ) in (upgraded.reason + upgraded.refusal)
+    (tmp_path / "sys" / "module" / "nvidia" / "version").write_text("570.133.20\n")
+    assert choose(nvidia, DOCKER_28, (old,), root, {}).cdi_devices == ("nvidia.com/gpu=all",)

@@ -91,7 +91,7 @@ def choose(
     kind = family.container_cdi_kind
     stale = ""
     if kind:
-        cdi = _cdi(family, kind, caps, specs, environ)
+        cdi = _cdi(family, kind, caps, specs, environ=environ, root=root)
         if isinstance(cdi, Wiring):
             return cdi
         stale = cdi
@@ -112,7 +112,7 @@ def choose(
 
 
 def _cdi(
-    family: Family, kind: str, caps: EngineCaps, specs: tuple[CdiSpec, ...], environ: Mapping[str, str]
+    family: Family, kind: str, caps: EngineCaps, specs: tuple[CdiSpec, ...], *, environ: Mapping[str, str], root: Root
 ) -> Wiring | str:
     """The CDI wiring, or why not (a phrase)."""
     usable = [s for s in specs if s.kind == kind and not s.error]
@@ -131,6 +131,13 @@ def _cdi(
             f"no CDI: the {kind} spec {spec.path} is stale ({spec.missing_count} host path(s) it mounts are gone); "
             f"`accelenv check` says which; fix: {family.container_cdi_generate or 'regenerate it'}"
         )
+    loaded = _loaded_driver(root, family) if spec.driver_version else None
+    if loaded and loaded != spec.driver_version:
+        return (
+            f"no CDI: the {kind} spec {spec.path} was generated for driver {spec.driver_version}, and driver "
+            f"{loaded} is loaded (its libraries would be the old driver's); fix: "
+            f"{family.container_cdi_generate or 'regenerate it'}"
+        )
     names = _visible(family, spec, environ)
     if isinstance(names, str):
         return names
@@ -141,6 +148,15 @@ def _cdi(
         cdi_devices=tuple(names),
         runtime=None,
     )
+
+
+def _loaded_driver(root: Root, family: Family) -> str | None:
+    """The version of the family's loaded kernel module (/sys/module/<module>/version), as `check` reads it."""
+    for module in family.kernel_modules:
+        text = root.read_text(f"/sys/module/{module}/version")
+        if text and text.strip():
+            return text.strip()
+    return None
 
 
 def _visible(family: Family, spec: CdiSpec, environ: Mapping[str, str]) -> list[str] | str:

@@ -90,6 +90,8 @@ def _version(spec: CdiSpec, kind: str | None, regenerate: str) -> Finding:
 
 
 def _stale(spec: CdiSpec, driver: str | None, regenerate: str) -> list[Finding]:
+    if regenerate and spec.path not in regenerate:  # the generator writes elsewhere: this file would still be read
+        regenerate = f"{regenerate}, then remove {spec.path} (the engine reads it too)"
     findings = []
     if spec.driver_version and driver and spec.driver_version != driver:
         findings.append(
