@@ -122,3 +122,9 @@ def test_a_spec_generated_for_another_driver_is_not_used(tmp_path: Path, matrix:
     ) in (upgraded.reason + upgraded.refusal)
     (tmp_path / "sys" / "module" / "nvidia" / "version").write_text("570.133.20\n")
     assert choose(nvidia, DOCKER_28, (old,), root, {}).cdi_devices == ("nvidia.com/gpu=all",)
+    (tmp_path / "sys" / "module" / "nvidia" / "version").unlink()  # a captured host with only /proc's line
+    (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (tmp_path / "proc" / "driver" / "nvidia" / "version").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22)\n"
+    )
+    assert choose(nvidia, DOCKER_28, (old,), root, {}).way != "cdi"

@@ -151,11 +151,16 @@ def _cdi(
 
 
 def _loaded_driver(root: Root, family: Family) -> str | None:
-    """The version of the family's loaded kernel module (/sys/module/<module>/version), as `check` reads it."""
+    """The version of the family's loaded kernel module (/sys/module/<module>/version; for NVIDIA also
+    /proc/driver/nvidia/version, which a captured host may hold alone), as `check` reads it."""
     for module in family.kernel_modules:
         text = root.read_text(f"/sys/module/{module}/version")
         if text and text.strip():
             return text.strip()
+    if "nvidia" in family.kernel_modules:
+        from accelenv.host.probes.nvidia import PROC_VERSION, module_driver_version
+
+        return module_driver_version(root.read_text(PROC_VERSION))
     return None
 
 

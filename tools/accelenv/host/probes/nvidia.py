@@ -429,7 +429,7 @@ class NvidiaProbe:
         if queried and version is not None and not version.ok and version.returncode is not None:
             quiet.add(VERSION)  # an older nvidia-smi without --version: the query gave the driver version
         errors = tool_errors({k: v for k, v in results.items() if k not in quiet}) + problems
-        module = _module_driver_version(ctx.root.read_text(PROC_VERSION))
+        module = module_driver_version(ctx.root.read_text(PROC_VERSION))
         said = {f"{TOOL} --version": driver} if driver else {}
         said.update(queried)
         if module:
@@ -458,7 +458,7 @@ def _query_driver_versions(devices: Sequence[DeviceFacts]) -> dict[str, str]:
     }
 
 
-def _module_driver_version(text: str | None) -> str | None:
+def module_driver_version(text: str | None) -> str | None:
     """`NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  ...` from /proc/driver/nvidia/version."""
     if not text:
         return None
