@@ -189,9 +189,5 @@ def frozen(cls: type[_T]) -> type[_T]:
 
 def replace(obj: _T, /, **changes: Any) -> _T:
     """A copy of a `@frozen` object with `changes`, as `dataclasses.replace` (without importing `dataclasses`)."""
-    table = type(obj).__frozen_fields__  # type: ignore[attr-defined]
-    for name in changes:
-        if not any(name == known for known, _, _ in table.init):
-            raise TypeError(f"{type(obj).__qualname__}.__init__() got an unexpected keyword argument '{name}'")
-    values = {name: getattr(obj, name) for name, _, _ in table.init}
-    return type(obj)(**{**values, **changes})
+    values = {name: getattr(obj, name) for name, _, _ in type(obj).__frozen_fields__.init}  # type: ignore[attr-defined]
+    return type(obj)(**{**values, **changes})  # __init__ refuses a name that is not a field
