@@ -152,7 +152,8 @@ def ci(args: argparse.Namespace, out: TextIO) -> int:
 
     matrix = matrix_of(args)
     previous = load_matrix(Path(args.base_matrix), use_cache=False) if args.base_matrix else None
-    blocked, per_platform = blockers(matrix, repo_of(args)), platform_blockers(matrix, repo_of(args))
+    blocked = blockers(matrix, repo_of(args))
+    per_platform = platform_blockers(matrix, repo_of(args), blocked)
     tier = CiTier(args.tier)
     rows = jobs(
         matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked, blocked_platforms=per_platform

@@ -13,6 +13,7 @@ from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, os_lo
 from accelenv.plan.render import os_packages
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from accelenv.matrix import Environment, Matrix
@@ -27,18 +28,24 @@ def blocker(matrix: Matrix, env: Environment, repo: Path, platform: str = "linux
             f"{what} ({lock_path(repo, env.id).relative_to(repo)}): nothing to install; run `accelenv lock "
             f"{env.id}` where its indexes are reachable, then commit it"
         )
+    return _os_lock_blocker(matrix, env, repo, platform)
+
+
+def _os_lock_blocker(matrix: Matrix, env: Environment, repo: Path, platform: str) -> str | None:
+    """Why `env`'s image cannot be built for `platform`: its OS-package lock is missing or stale; or None."""
     image = matrix.runtimes[env.runtime].base_images.get(env.os)
     packages = os_packages(matrix, env)
-    if image is not None and packages:
-        os_state = os_lock_state(repo, env.id, image.reference, packages, platform)
-        if os_state is not LockState.CURRENT:
-            what = "no OS-package lock" if os_state is LockState.UNLOCKED else "a stale OS-package lock"
-            command = f"accelenv lock {env.id}" + ("" if platform == "linux/amd64" else f" --platform {platform}")
-            return (
-                f"{what} ({os_lock_path(repo, env.id, platform).relative_to(repo)}): its image cannot be built; run "
-                f"`{command}` where {image.reference} can be pulled, then commit it"
-            )
-    return None
+    if image is None or not packages:
+        return None
+    os_state = os_lock_state(repo, env.id, image.reference, packages, platform)
+    if os_state is LockState.CURRENT:
+        return None
+    what = "no OS-package lock" if os_state is LockState.UNLOCKED else "a stale OS-package lock"
+    command = f"accelenv lock {env.id}" + ("" if platform == "linux/amd64" else f" --platform {platform}")
+    return (
+        f"{what} ({os_lock_path(repo, env.id, platform).relative_to(repo)}): its image cannot be built; run "
+        f"`{command}` where {image.reference} can be pulled, then commit it"
+    )
 
 
 def blockers(matrix: Matrix, repo: Path) -> dict[str, str]:
@@ -46,14 +53,13 @@ def blockers(matrix: Matrix, repo: Path) -> dict[str, str]:
     return {env.id: reason for env in matrix.envs.values() if (reason := blocker(matrix, env, repo)) is not None}
 
 
-def platform_blockers(matrix: Matrix, repo: Path) -> dict[tuple[str, str], str]:
-    """(environment, platform) for each other platform an environment that can run on linux/amd64 cannot run on
-    (its OS-package lock for that platform is missing or stale), with why."""
-    found = {}
-    for env in matrix.envs.values():
-        if blocker(matrix, env, repo) is not None:
-            continue
-        for platform in env.platforms:
-            if platform != "linux/amd64" and (reason := blocker(matrix, env, repo, platform)) is not None:
-                found[env.id, platform] = reason
-    return found
+def platform_blockers(matrix: Matrix, repo: Path, blocked: Mapping[str, str]) -> dict[tuple[str, str], str]:
+    """(environment, platform) for each other platform an environment not in `blocked` (see `blockers`) cannot
+    run on (its OS-package lock for that platform is missing or stale), with why."""
+    return {
+        (env.id, platform): reason
+        for env in matrix.envs.values()
+        if env.id not in blocked
+        for platform in env.platforms
+        if platform != "linux/amd64" and (reason := _os_lock_blocker(matrix, env, repo, platform)) is not None
+    }
