@@ -268,3 +268,34 @@ def test_an_image_of_another_matrix_is_refused_unless_stale_ok(
     assert run(root, "gpu-nvidia-cu132", "--stale-ok") == 0
     assert "running it anyway (--stale-ok)" in capsys.readouterr().err
     assert len(engine.created) == 1
+
+
+def test_inspect_engine_says_which_families_run_can_serve(
+    stand_in: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`inspect --engine` asks the engine DOCKER_HOST reaches (not only the default socket) and judges every family
+    as `run` would: the same host tree (--root), the same choice and reason, or the refusal with its fix."""
+    stand_in(DOCKER_28, {**CDI_ON, "Runtimes": {"runc": {}, "nvidia": {}}})
+    root = host(tmp_path, spec=True)
+    inspect = ["--matrix", str(REPO / "matrix.toml"), "inspect", "--engine", "--root", str(root)]
+    assert main(inspect) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (engine,) = [line for line in lines if line.startswith("engine ")]
+    assert engine.endswith(
+        "Docker 28.2.2 at unix://" + str(tmp_path / "engine0.sock") + ": CDI on (/etc/cdi, "
+        "/var/run/cdi); runtimes nvidia, runc"
+    )
+    verdicts = {
+        line.split()[0]: line.split(None, 1)[1] for line in lines[lines.index(engine) + 1 :] if line[:2] == "  "
+    }
+    assert verdicts["nvidia"] == "yes: CDI nvidia.com/gpu=all from /etc/cdi/nvidia.yaml, as cdi device requests"
+    assert verdicts["tpu"].startswith("no: this host has no /dev/vfio/[0-9]*")
+    assert verdicts["gaudi"].startswith("no: no CDI: no intel.com/gaudi CDI spec; intel-cdi-specs-generator gaudi")
+    assert "the engine has no habana runtime (it has nvidia, runc)" in verdicts["gaudi"]
+    assert set(verdicts) == {"nvidia", "amd", "tpu", "neuron", "gaudi"}
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'nothing.sock'}")  # no engine there: said, not a failure
+    assert main(inspect) == 0
+    (engine,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("engine ")]
+    assert engine.startswith("engine      none: ")
+    assert "nothing.sock" in engine

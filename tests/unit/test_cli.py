@@ -174,6 +174,22 @@ def test_show_reproduces_the_container_run_gives(env_id: str, capsys: pytest.Cap
     else:
         assert f"--shm-size {family.container_shm_size or '8g'}" in run_line
     assert "driver >= -" not in out
+    # the CDI way, which accelenv run asks for first, is the line after it for a family whose vendor writes specs
+    lines = [line.strip() for line in out.splitlines()]
+    after = lines[lines.index(run_line) + 1]
+    kind = family.container_cdi_kind
+    if kind:
+        assert after.startswith(f"# with CDI (Docker 28.2+, Podman 4.1+) and a {kind} spec in /etc/cdi or /var/run/cdi")
+        legacy = "the --device flags"
+        if family.container_gpus or family.container_runtime:
+            legacy = "--gpus all" if family.container_gpus else f"--runtime {family.container_runtime}"
+        assert after.endswith(
+            f"--device {kind}=all (a spec without `all`: one --device {kind}=NAME per device it lists) "
+            f"instead of {legacy}"
+        )
+    else:
+        assert after == "# then, inside the container:"
+        assert "CDI" not in out.split("reproduce by hand")[1]
 
 
 @pytest.mark.parametrize(

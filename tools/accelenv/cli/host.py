@@ -71,7 +71,7 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
         f"{yes[c.docker_socket]}; nvidia container toolkit {yes[c.nvidia_container_toolkit]}"
         f"{'; CDI specs ' + ', '.join(c.cdi_specs) if c.cdi_specs else ''}\n"
     )
-    if args.engine and not args.snapshot and Root.from_option(args.root).is_live:  # a captured host has none
+    if args.engine and not args.snapshot:  # a snapshot has no engine; under --root, as for run: the tree's specs
         from accelenv.build.launch import engine_lines
 
         out.write(

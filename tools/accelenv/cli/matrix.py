@@ -308,8 +308,8 @@ def by_hand(data: dict[str, Any], lock: str | None) -> list[str]:
         )
         lines.append(
             f"# with CDI (Docker 28.2+, Podman 4.1+) and a {container['cdi_kind']} spec in /etc/cdi or "
-            f"/var/run/cdi, as accelenv run does: --device {container['cdi_kind']}=all (or =NAME per device it "
-            f"lists) instead of {legacy}"
+            f"/var/run/cdi, as accelenv run does: --device {container['cdi_kind']}=all (a spec without `all`: one "
+            f"--device {container['cdi_kind']}=NAME per device it lists) instead of {legacy}"
         )
     lines.append("# then, inside the container:")
     if data["base_image"]["python"] != data["python"]:
