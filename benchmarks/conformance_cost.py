@@ -1,7 +1,8 @@
 """What the conformance suite adds to `nox -s cpu`: the cpu device suite with and without it, in a virtualenv
 built as CI builds it (the cpu lock, torch for the CPU, this checkout), timed end to end (pytest start to exit).
+`--framework jax` times the JAX path instead (the TPU sessions' suite), with the TPU environment's JAX.
 
-    python benchmarks/conformance_cost.py [--venv DIR] [--runs N]
+    python benchmarks/conformance_cost.py [--framework torch|jax] [--venv DIR] [--runs N]
 
 --venv reuses a virtualenv made before (tests/support/cpusuite.py builds one into a temp folder otherwise, and
 that build is timed and reported too: it is a one-off cost of the session, not of each run).
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
-from cpusuite import BASIC, CONFORMANCE, build_venv, run_suite, torch_wheel
+from cpusuite import BASIC, CONFORMANCE, JAX_CONFORMANCE, build_jax_venv, build_venv, run_suite, torch_wheel
 
 
 def _timed(python: Path, tests: list[str], folder: Path) -> float:
@@ -32,13 +33,19 @@ def _timed(python: Path, tests: list[str], folder: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--venv", type=Path, help="an existing venv with the cpu lock, torch and accelenv")
+    parser.add_argument("--framework", choices=("torch", "jax"), default="torch", help="which path to time")
+    parser.add_argument("--venv", type=Path, help="an existing venv with the cpu lock, the framework and accelenv")
     parser.add_argument("--runs", type=int, default=1, help="runs of each variant (median reported)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="accelenv-bench-") as tmp:
         folder = Path(tmp)
+        suite = JAX_CONFORMANCE if args.framework == "jax" else CONFORMANCE
         if args.venv:
             python = args.venv / "bin" / "python"
+        elif args.framework == "jax":
+            start = time.perf_counter()
+            python = build_jax_venv(folder / "venv")
+            print(f"venv (cpu lock + jax + accelenv): {time.perf_counter() - start:.1f} s, once per session")
         else:
             wheel = torch_wheel()
             if wheel is None:
@@ -47,10 +54,10 @@ def main() -> None:
             python = build_venv(folder / "venv", wheel)
             print(f"venv (cpu lock + torch CPU + accelenv): {time.perf_counter() - start:.1f} s, once per session")
         basic = [_timed(python, BASIC, folder / f"basic-{i}") for i in range(args.runs)]
-        full = [_timed(python, [*CONFORMANCE, *BASIC], folder / f"full-{i}") for i in range(args.runs)]
+        full = [_timed(python, [*suite, *BASIC], folder / f"full-{i}") for i in range(args.runs)]
     b, f = statistics.median(basic), statistics.median(full)
     print(f"device suite today (test_cpu_devices.py): {b:.1f} s")
-    print(f"with the conformance suite:              {f:.1f} s")
+    print(f"with the {args.framework} conformance suite:        {f:.1f} s")
     print(f"added: {f - b:.1f} s, {f / b:.2f}x the suite's time")
 
 

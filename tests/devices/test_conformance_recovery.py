@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from conformancekit import (
@@ -19,29 +18,12 @@ from conformancekit import (
     processes_gone,
     ray_cluster,
     reference,
+    restarted,
     spawn,
 )
 from devicekit import Expected, need_devices
 
 KILLED_AFTER = STEPS // 2
-
-
-def _restarted(ray: object, member: object, old_pid: int, timeout: float = 120.0) -> int:
-    """The restarted actor's pid; fails when Ray does not bring it back in time."""
-    import ray as ray_module
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            got: object = ray_module.get(member.pid.remote(), timeout=30)  # type: ignore[attr-defined]
-            pid = int(str(got))
-        except (ray_module.exceptions.RayActorError, ray_module.exceptions.GetTimeoutError):
-            time.sleep(0.5)
-            continue
-        if pid != old_pid:
-            return pid
-        time.sleep(0.2)
-    pytest.fail(f"Ray did not restart the killed member (pid {old_pid}) within {timeout:g}s")
 
 
 def test_a_killed_member_is_restarted_and_the_run_completes(expected: Expected) -> None:
@@ -63,7 +45,7 @@ def test_a_killed_member_is_restarted_and_the_run_completes(expected: Expected) 
         checkpoint = ray.get(members[0].state.remote())
         victim = len(members) - 1
         os.kill(pids[victim], signal.SIGKILL)  # the actor's own process, started by this run
-        new_pid = _restarted(ray, members[victim], pids[victim])
+        new_pid = restarted(members[victim], pids[victim])
         assert new_pid != pids[victim]
         form(members)  # every member leaves the broken group and joins a new one
         ray.get([m.load.remote(checkpoint) for m in members])

@@ -1,6 +1,7 @@
 """The CPU conformance suite for real, as CI runs it: a virtualenv from the cpu lock plus torch for the CPU, a Ray
 cluster of two nodes on loopback, a gloo group of one actor per CPU slot, an actor killed and recovered, the CPU
-performance figures, a record that validates against schema/result.schema.json, and `accelenv results` over it."""
+performance figures, a record that validates against schema/result.schema.json, and `accelenv results` over it.
+The JAX path (the TPU environments' suite) runs the same way on the CPU, with the JAX the TPU environment pins."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
-from cpusuite import BASIC, CONFORMANCE, build_venv, run_suite, torch_wheel
+from cpusuite import BASIC, CONFORMANCE, JAX_CONFORMANCE, build_jax_venv, build_venv, jax_pins, run_suite, torch_wheel
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,3 +58,40 @@ def test_the_cpu_suite_proves_cpu_py311(tmp_path: Path, capsys: pytest.CaptureFi
     stale = {(s["env"], s["sku"]) for s in json.loads(capsys.readouterr().out)["stale"]}
     assert ("cpu-py311", record["host"]["sku"]) not in stale
     assert ("gpu-nvidia-cu132", "h200") in stale
+
+
+def test_the_jax_path_runs_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A JAX group of one process per CPU slot across two loopback Ray nodes (XLA's CPU collectives over gloo),
+    training matched against numpy, a member killed and the run recovered, the figures; as the TPU sessions run it."""
+    import jsonschema
+
+    from accelenv.cli import main
+    from accelenv.results.schema import result_schema
+
+    python = build_jax_venv(tmp_path / "venv")
+    results = tmp_path / "results"
+    done = run_suite(python, results, JAX_CONFORMANCE)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    (record_path,) = results.glob("*.result.json")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(result_schema()).validate(record)
+    assert record["outcome"] == "passed"
+    assert record["host"]["nodes"] >= 2
+    outcomes = {t["id"].split("::")[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {
+        "test_jax_all_reduce_and_training_match_a_single_process": "passed",
+        "test_jax_killed_member_is_restarted_and_the_run_completes": "passed",
+        "test_jax_all_reduce_bus_bandwidth": "passed",
+        "test_jax_single_device_figure[matmul-TFLOP/s]": "passed",
+        "test_jax_single_device_figure[memory_bandwidth-GB/s]": "passed",
+    }
+    assert sorted(f["name"] for f in record["perf"]) == ["allreduce_busbw", "matmul", "memory_bandwidth"]
+    jax = next(f for f in record["env"]["frameworks"] if f["name"] == "jax")
+    assert f"jax=={jax['version']}" in jax_pins()  # the TPU environment's JAX, which the cpu environment does not pin
+    assert jax["pinned"] is None
+
+    capsys.readouterr()
+    assert main(["results", str(results), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in listed["records"]] == [record["id"]]
+    assert listed["refused"] == []

@@ -209,7 +209,7 @@ class Member:
 
         if dist.is_initialized():
             dist.destroy_process_group()
-        self.device = _device(self.backend)
+        self.device = device_for(self.backend)
         dist.init_process_group(
             self.backend,
             init_method=f"tcp://{address}:{port}",
@@ -269,7 +269,8 @@ def _timedelta(seconds: int) -> Any:
     return datetime.timedelta(seconds=seconds)
 
 
-def _device(backend: str) -> Any:
+def device_for(backend: str) -> Any:
+    """The device a member of a `backend` group computes on, with the backend registered in torch.distributed."""
     import torch
 
     if backend == "gloo":
@@ -282,6 +283,7 @@ def _device(backend: str) -> Any:
         return torch.device("hpu")
     if backend == "xla":
         import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.xla_backend  # noqa: F401 - registers the backend
 
         return xm.xla_device()
     raise ValueError(f"unknown collective backend {backend!r}")
@@ -290,9 +292,20 @@ def _device(backend: str) -> Any:
 def _sync(device: Any) -> Callable[[], None]:
     import torch
 
-    if getattr(device, "type", "cpu") == "cuda":
+    kind = getattr(device, "type", "cpu")
+    if kind == "cuda":
         synchronize: Callable[[], None] = torch.cuda.synchronize
         return synchronize
+    if kind == "hpu":
+        return torch.hpu.synchronize  # type: ignore[no-any-return]
+    if kind == "xla":
+        import torch_xla.core.xla_model as xm
+
+        def step() -> None:
+            xm.mark_step()
+            xm.wait_device_ops()
+
+        return step
     return lambda: None
 
 
@@ -365,3 +378,20 @@ def device_holders(patterns: tuple[str, ...], exclude: int) -> list[str]:
                     if any(fnmatch.fnmatchcase(target, p) for p in patterns):
                         holders.append(f"{entry.name}: {target}")
     return holders
+
+
+def restarted(member: Any, old_pid: int, timeout: float = 120.0) -> int:
+    """The restarted actor's pid; fails when Ray does not bring it back in time."""
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid = int(ray.get(member.pid.remote(), timeout=30))
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            time.sleep(0.5)
+            continue
+        if pid != old_pid:
+            return pid
+        time.sleep(0.2)
+    pytest.fail(f"Ray did not restart the member of pid {old_pid} within {timeout:g}s")

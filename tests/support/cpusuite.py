@@ -1,6 +1,7 @@
 """The CPU conformance run as CI does it: a virtualenv from the cpu environment's lock (uv, hash-checked), torch
 for the CPU beside it (the cpu environment pins none, so the record names it as differing), and the device suite
-run there with the result-record plugin. Shared by tests/integration and benchmarks/."""
+run there with the result-record plugin. The JAX path runs the same way, with the JAX of the TPU environment for
+this Python instead of torch. Shared by tests/integration and benchmarks/."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ CONFORMANCE = [
     "tests/devices/test_conformance_perf.py",
 ]
 BASIC = ["tests/devices/test_cpu_devices.py"]
+JAX_CONFORMANCE = ["tests/devices/test_conformance_jax.py"]
+JAX_ENVS = ("tpu-jax-0-10-py311", "tpu-jax-0-12")  # the TPU environments, by the Python they are for
 
 
 def uv() -> str:
@@ -39,12 +42,33 @@ def torch_wheel() -> str | None:
 
 def build_venv(venv: Path, wheel: str, *, timeout: float = 900) -> Path:
     """The venv's python, with the cpu lock, torch from `wheel`, numpy, and this checkout of accelenv."""
+    return _build(venv, [wheel, "numpy"], timeout=timeout)
+
+
+def jax_pins() -> list[str]:
+    """The jax and jaxlib pins of the TPU environment for this Python (its libtpu is for TPU hosts only)."""
+    from accelenv.matrix import find_matrix, load_matrix
+
+    matrix = load_matrix(find_matrix(None, start=REPO))
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    env = next((matrix.envs[e] for e in JAX_ENVS if e in matrix.envs and matrix.envs[e].python == python), None)
+    if env is None:
+        raise LookupError(f"no TPU environment of {', '.join(JAX_ENVS)} is for Python {python}")
+    return [str(r) for r in env.requirements.packages if r.name in ("jax", "jaxlib")]
+
+
+def build_jax_venv(venv: Path, *, timeout: float = 900) -> Path:
+    """The venv's python, with the cpu lock, the TPU environment's jax and jaxlib, and this checkout of accelenv."""
+    return _build(venv, jax_pins(), timeout=timeout)
+
+
+def _build(venv: Path, framework: list[str], *, timeout: float) -> Path:
     python = venv / "bin" / "python"
     lock = REPO / "envs" / ENV / "requirements.lock"
     steps = [
         [uv(), "venv", "--quiet", "--python", sys.executable, str(venv)],
         [uv(), "pip", "install", "--quiet", "--python", str(python), "--require-hashes", "-r", str(lock)],
-        [uv(), "pip", "install", "--quiet", "--python", str(python), wheel, "numpy"],
+        [uv(), "pip", "install", "--quiet", "--python", str(python), *framework],
         [uv(), "pip", "install", "--quiet", "--python", str(python), "--no-deps", "-e", str(REPO)],
     ]
     for step in steps:
