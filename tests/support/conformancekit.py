@@ -180,19 +180,14 @@ def reference(steps: int = STEPS) -> list[Any]:
     return [weight.detach(), bias.detach()]
 
 
-class Member:
-    """One member of the process group: holds its shard and the model, trains a step at a time."""
-
-    def __init__(self, rank: int, world: int, backend: str) -> None:
-        self.rank, self.world, self.backend = rank, world, backend
-        self.device = "cpu"
-        self.params: list[Any] = []
+class RayMember:
+    """What every member actor answers, whichever framework it drives: its pid, its node, and a rendezvous."""
 
     def pid(self) -> int:
         return os.getpid()
 
     def rendezvous(self) -> tuple[str, int]:
-        """This member's node address and a port free on it, for the group's TCP store."""
+        """This member's node address and a port free on it, for the group's store or coordinator."""
         import ray.util
 
         address = str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
@@ -202,6 +197,15 @@ class Member:
         import ray
 
         return str(ray.get_runtime_context().get_node_id())
+
+
+class Member(RayMember):
+    """One member of the process group: holds its shard and the model, trains a step at a time."""
+
+    def __init__(self, rank: int, world: int, backend: str) -> None:
+        self.rank, self.world, self.backend = rank, world, backend
+        self.device = "cpu"
+        self.params: list[Any] = []
 
     def join(self, address: str, port: int) -> None:
         """Form (or re-form) the group at tcp://address:port."""

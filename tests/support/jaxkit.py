@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conformancekit import FEATURES, LR, OUTPUTS, SAMPLES, STEPS, free_port_on, timed
+from conformancekit import FEATURES, LR, OUTPUTS, SAMPLES, STEPS, RayMember, timed
 
 if TYPE_CHECKING:
     from conformancekit import Cluster
@@ -68,27 +67,12 @@ def assert_matches_reference(states: list[list[Any]], steps: int = STEPS) -> Non
             np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=f"rank {rank}: {name}")
 
 
-class JaxMember:
+class JaxMember(RayMember):
     """One JAX process of the group: joins it, all-reduces, trains a step at a time on its devices' shards."""
 
     def __init__(self, rank: int, world: int, platform: str) -> None:
         self.rank, self.world, self.platform = rank, world, platform
         self.params: list[Any] = []
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def rendezvous(self) -> tuple[str, int]:
-        """This member's node address and a port free on it, for the group's coordinator."""
-        import ray.util
-
-        address = str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
-        return address, free_port_on(address)
-
-    def node(self) -> str:
-        import ray
-
-        return str(ray.get_runtime_context().get_node_id())
 
     def join(self, address: str, port: int) -> dict[str, Any]:
         """Form the group with its coordinator at address:port; what this process then sees."""
