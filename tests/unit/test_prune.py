@@ -21,6 +21,7 @@ from accelenv.build.prune import (
     plan_prune,
     remove,
     repository_of,
+    same_repository,
 )
 from accelenv.cli import main
 
@@ -186,6 +187,67 @@ def test_an_image_a_container_uses_is_skipped() -> None:
 )
 def test_repository_of(tag: str, repository: str) -> None:
     assert repository_of(tag) == repository
+
+
+@pytest.mark.parametrize(
+    ("name", "repository", "expected"),
+    [
+        ("accelenv", "accelenv", True),
+        ("docker.io/library/accelenv", "accelenv", True),  # Podman's Docker API tags `accelenv` so
+        ("localhost/accelenv", "accelenv", True),  # podman tag, and podman load of a docker save
+        ("index.docker.io/library/accelenv", "accelenv", True),
+        ("docker.io/accelenv", "docker.io/library/accelenv", True),
+        ("docker.io/team/accelenv", "team/accelenv", True),
+        ("localhost/team/accelenv", "team/accelenv", True),
+        ("docker.io/team/accelenv", "accelenv", False),
+        ("team/accelenv", "accelenv", False),
+        ("evil/accelenv", "accelenv", False),
+        ("localhost:5000/accelenv", "accelenv", False),  # a registry, with its port
+        ("localhost:5000/accelenv", "localhost:5000/accelenv", True),
+        ("registry.example.com/accelenv", "accelenv", False),
+        ("registry.example.com/library/accelenv", "registry.example.com/accelenv", False),  # only Docker Hub's
+        ("quay.io/accelenv", "quay.io/accelenv", True),
+        ("docker.io/library/accelenv-other", "accelenv", False),
+    ],
+)
+def test_same_repository_under_each_engines_names(name: str, repository: str, expected: bool) -> None:
+    assert same_repository(name, repository) is expected
+    assert same_repository(repository, name) is expected
+
+
+@pytest.mark.parametrize("spelling", ["docker.io/library/accelenv", "localhost/accelenv"])
+def test_podmans_names_are_the_repositorys(spelling: str) -> None:
+    """Podman lists a tag `accelenv:...` in full: prune removes (and names) its images as it does on Docker."""
+    content = {n: f"{spelling}:cpu-py311-{n:016x}" for n in (1, 2, 3)}
+    human = f"{spelling}:cpu-py311-cpu-py311"
+    podman = [image(1, tags=(content[1],)), image(2, tags=(content[2],)), image(3, tags=(content[3], human))]
+    current = Current(content_tags={"cpu-py311": "accelenv:cpu-py311-0000000000000001"})
+    plan = plan_prune(podman, repository="accelenv", keep=2, current=current)
+    assert actions(plan) == {
+        f"{spelling}:cpu-py311-0000000000000003 {spelling}:cpu-py311-cpu-py311": (
+            "keep",
+            (
+                f"the newest of cpu-py311 (the target of {spelling}:cpu-py311-cpu-py311)",
+                (
+                    "not what the matrix builds now (accelenv:cpu-py311-0000000000000001), but the target of "
+                    f"{spelling}:cpu-py311-cpu-py311"
+                ),
+            ),
+        ),
+        f"{spelling}:cpu-py311-0000000000000001": (
+            "keep",
+            ("the 2nd newest of cpu-py311", "what the matrix builds now"),
+        ),
+        f"{spelling}:cpu-py311-0000000000000002": (
+            "remove",
+            (
+                "beyond --keep 2: the 3rd newest of cpu-py311",
+                "not what the matrix builds now (accelenv:cpu-py311-0000000000000001)",
+            ),
+        ),
+    }
+    assert all(d.elsewhere == () for d in plan.decisions)
+    assert removed(plan_prune(podman, repository="accelenv", keep=0)) == [1, 2, 3]
 
 
 @pytest.mark.parametrize(

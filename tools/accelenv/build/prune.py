@@ -5,7 +5,9 @@ from each) it decides, for every content-tagged accelenv image of one repository
 rules, in the words `accelenv prune --help` uses:
 
 - Only images that carry accelenv's environment label (`dev.accelenv.env`) and a content tag
-  (`<repository>:<env>-<16 hex>`) in the chosen repository are considered; every other image is left alone.
+  (`<repository>:<env>-<16 hex>`) in the chosen repository are considered; every other image is left alone. The
+  repository is matched under each name an engine gives it (`same_repository`): Podman keeps `accelenv` as
+  `docker.io/library/accelenv`, or `localhost/accelenv`, where Docker lists `accelenv`.
 - `--keep N` (default 2): per environment, the newest N images stay; the rest go. An image that also carries
   another tag in the repository (the human tag `accelenv run ENV` uses) counts as its environment's newest,
   whatever its creation time: it is what the last build made or confirmed. So it goes only with `--keep 0`.
@@ -129,7 +131,7 @@ def plan_prune(
         if not env or (image.id, env) in seen:  # an image the engine lists twice is decided (and removed) once
             continue
         seen.add((image.id, env))
-        mine = tuple(sorted(t for t in image.tags if repository_of(t) == repository))
+        mine = tuple(sorted(t for t in image.tags if same_repository(repository_of(t), repository)))
         content = tuple(t for t in mine if is_content_tag(t, env))
         if content:
             by_env.setdefault(env, []).append((image, mine, content))
@@ -140,7 +142,7 @@ def plan_prune(
         def first(entry: tuple[ImageRecord, tuple[str, ...], tuple[str, ...]], now: str | None = now) -> bool:
             """The human tag's target, and what the matrix builds now: they count as the newest."""
             _, mine, content = entry
-            return len(mine) > len(content) or now in content
+            return len(mine) > len(content) or _among(now, content)
 
         # those first, then the most recently built first; the id breaks ties, so the order is stable
         ranked = sorted(by_env[env], key=lambda e: (not first(e), _negated(e[0].made), e[0].id))
@@ -180,13 +182,13 @@ def _decide(
             goes.append(f"the matrix no longer names {env}")
         elif now is None:
             stays.append(f"{env}'s current content tag is unknown: only --keep applies")
-        elif now in content:
+        elif _among(now, content):
             stays.append("what the matrix builds now")
         elif named:
             stays.append(f"not what the matrix builds now ({now}), but the target of {', '.join(named)}")
         else:
             goes.append(f"not what the matrix builds now ({now})")
-    elsewhere = tuple(sorted(t for t in image.tags if repository_of(t) != repository))
+    elsewhere = tuple(sorted(t for t in image.tags if not same_repository(repository_of(t), repository)))
     action: Action = "keep"
     reasons = tuple(stays)
     if goes:
@@ -213,6 +215,37 @@ def repository_of(tag: str) -> str:
     """`registry:5000/name` of `registry:5000/name:tag` (the tag follows the last colon after the last slash)."""
     name, _, tag_part = tag.rpartition(":")
     return name if "/" not in tag_part else tag
+
+
+def same_repository(name: str, repository: str) -> bool:
+    """Whether `name` is `repository` as an engine spells it. Docker lists a name of its own registry without it
+    (`x`, `team/x`); Podman in full (`docker.io/library/x`, `docker.io/team/x`: what its Docker API makes of a tag
+    `x`), and under `localhost/` what its own commands name without a registry (`podman tag`, and `podman load` of
+    a `docker save`). So on Docker, a tag under a registry named `localhost` without a port counts as the
+    repository's too."""
+    return _full_name(name) == _full_name(repository)
+
+
+def _full_name(repository: str) -> str:
+    """The repository with its registry, as Docker's reference rules complete it (`docker.io/library/x` for `x`,
+    `docker.io/team/x` for `team/x`), Podman's `localhost/` read as no registry. A first part with a dot or a colon
+    is a registry (`registry.example.com`, `localhost:5000`, `[::1]:5000`); any other is part of the path."""
+    registry, slash, path = repository.partition("/")
+    if not slash or not (registry == "localhost" or any(c in registry for c in ".:")):
+        registry, path = "docker.io", repository  # no registry named
+    elif registry in ("localhost", "index.docker.io"):
+        registry = "docker.io"
+    if registry == "docker.io" and "/" not in path:
+        path = f"library/{path}"
+    return f"{registry}/{path}"
+
+
+def _among(tag: str | None, tags: tuple[str, ...]) -> bool:
+    """Whether `tag` (a content tag as a plan names it) is one of `tags` (as the engine spells them)."""
+    return tag is not None and any(
+        t.rpartition(":")[2] == tag.rpartition(":")[2] and same_repository(repository_of(t), repository_of(tag))
+        for t in tags
+    )
 
 
 def is_content_tag(tag: str, env: str) -> bool:
