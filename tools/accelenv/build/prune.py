@@ -227,15 +227,15 @@ def same_repository(name: str, repository: str) -> bool:
 
 
 def _full_name(repository: str) -> str:
-    """The repository with its registry, as Docker's reference rules complete it (`docker.io/library/x` for `x`,
-    `docker.io/team/x` for `team/x`), Podman's `localhost/` read as no registry. A first part with a dot or a colon
-    is a registry (`registry.example.com`, `localhost:5000`, `[::1]:5000`); any other is part of the path."""
-    registry, slash, path = repository.partition("/")
-    if not slash or not (registry == "localhost" or any(c in registry for c in ".:")):
-        registry, path = "docker.io", repository  # no registry named
-    elif registry in ("localhost", "index.docker.io"):
-        registry = "docker.io"
-    if registry == "docker.io" and "/" not in path:
+    """The repository with its registry, as Docker's reference rules complete it (`pin`'s `parse_reference`:
+    `docker.io/library/x` for `x`, `docker.io/team/x` for `team/x`), Podman's `localhost/` read as no registry."""
+    from accelenv.upstream.pin import DOCKER_HUB, parse_reference
+
+    name = parse_reference(repository, "")
+    registry, path = name.registry, name.repository
+    if registry in ("localhost", "docker.io", "index.docker.io"):
+        registry = DOCKER_HUB
+    if registry == DOCKER_HUB and "/" not in path:
         path = f"library/{path}"
     return f"{registry}/{path}"
 
