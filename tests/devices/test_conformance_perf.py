@@ -21,53 +21,52 @@ from conformancekit import (
     need_torch_alone,
     ray_cluster,
     spawn,
+    sync_for,
     timed,
 )
 from devicekit import Expected, need_devices, need_module
 from perfkit import REPS, WARMUP, host_sku, report_figure
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from accelenv.matrix import Sku
 
 
 @dataclass(frozen=True)
 class _On:
-    """The one device the single-process figures run on, how to wait for it, and the name it reports."""
+    """The one device the single-process figures run on, and the product name the framework reports for it."""
 
     device: Any
-    sync: Callable[[], None]
     name: str | None = None
-    accelerator: bool = True
+
+    @property
+    def accelerator(self) -> bool:
+        return bool(self.device.type != "cpu")
+
+    def sync(self) -> None:
+        sync_for(self.device)()
 
 
 def _device(expected: Expected) -> _On:
-    """The device, once the framework sees as many as the host has; a host without the family's devices is a skip
-    only where missing hardware was allowed (before anything asks the framework about devices)."""
+    """The device of the family's backend, once the framework sees as many as the host has; a host without the
+    family's devices is a skip only where missing hardware was allowed (before anything asks the framework)."""
     torch = need_torch_alone(expected)
     family = expected.env.family
-    if family == "cpu":
-        return _On(torch.device("cpu"), lambda: None, accelerator=False)
-    need_devices(expected, expected.device_count)
+    name = None
+    if family != "cpu":
+        need_devices(expected, expected.device_count)
     if family in ("nvidia", "amd"):
         need_devices(expected, torch.cuda.device_count())
-        device = torch.device("cuda", 0)
-        return _On(device, torch.cuda.synchronize, torch.cuda.get_device_name(device))
-    if family == "gaudi":
+        name = torch.cuda.get_device_name(0)
+    elif family == "gaudi":
         # Intel's images load habana_frameworks with torch (eager mode, the default since Gaudi software 1.21)
         need_module(expected, "habana_frameworks.torch")
         need_devices(expected, torch.hpu.device_count())
-        return _On(torch.device("hpu"), torch.hpu.synchronize, torch.hpu.get_device_name())
-    if family == "neuron":  # torch-neuronx's PJRT path: ops are traced, and run at the step mark
-        xm = need_module(expected, "torch_xla.core.xla_model")
-
-        def sync() -> None:
-            xm.mark_step()
-            xm.wait_device_ops()
-
-        return _On(xm.xla_device(), sync)
-    pytest.fail(f"the performance tests do not yet know how to drive a {family} device from one process")
+        name = torch.hpu.get_device_name()
+    elif family == "neuron":  # torch-neuronx's PJRT path: ops are traced, and run at the step mark (sync_for)
+        need_module(expected, "torch_xla.core.xla_model")
+    elif family != "cpu":
+        pytest.fail(f"the performance tests do not yet know how to drive a {family} device from one process")
+    return _On(device_for(backend_of(expected.matrix, expected.env)), name)
 
 
 def _sku(request: pytest.FixtureRequest, expected: Expected, on: _On) -> Sku | None:
@@ -114,11 +113,10 @@ def test_memory_bandwidth(expected: Expected, request: pytest.FixtureRequest) ->
 def test_one_member_group(expected: Expected) -> None:
     """The family's backend forms a group of one in this process (no Ray) and all-reduces on the device."""
     torch = need_torch_alone(expected)
-    _device(expected)  # the framework sees the host's devices
+    device = _device(expected).device  # the family's backend is registered with it
     import torch.distributed as dist
 
     backend = backend_of(expected.matrix, expected.env)
-    device = device_for(backend)
     port = free_port_on("127.0.0.1")
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
     try:

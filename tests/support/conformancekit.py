@@ -256,7 +256,7 @@ class Member(RayMember):
         import torch.distributed as dist
 
         tensor = torch.ones(numel, dtype=torch.float32, device=self.device)
-        seconds = timed(lambda: dist.all_reduce(tensor), sync=_sync(self.device), warmup=warmup, reps=reps)
+        seconds = timed(lambda: dist.all_reduce(tensor), sync=sync_for(self.device), warmup=warmup, reps=reps)
         size = tensor.numel() * tensor.element_size()
         return [size / s * 2 * (self.world - 1) / self.world / 1e9 for s in seconds]
 
@@ -293,7 +293,8 @@ def device_for(backend: str) -> Any:
     raise ValueError(f"unknown collective backend {backend!r}")
 
 
-def _sync(device: Any) -> Callable[[], None]:
+def sync_for(device: Any) -> Callable[[], None]:
+    """What waits until the device has done the work queued so far (a no-op for the CPU)."""
     import torch
 
     kind = getattr(device, "type", "cpu")

@@ -4,11 +4,11 @@ to judge it by) warns, and every figure goes into the run's result record."""
 
 from __future__ import annotations
 
-import platform
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from accelenv.results.plugin import current_run
+from accelenv.results.plugin import host_sku as plugin_host_sku
 from accelenv.results.record import Figure
 
 if TYPE_CHECKING:
@@ -53,12 +53,8 @@ def report_figure(
 
 
 def host_sku(request: pytest.FixtureRequest, expected: Expected) -> Sku | None:
-    """The SKU the run's host snapshot identified for the family's devices (one SKU on the host, one of the
-    environment's); on the CPU, the environment's SKU of this machine's architecture."""
-    skus = {s.id: s for s in expected.matrix.env_skus(expected.env)}
-    if expected.env.family == "cpu":
-        return next((s for s in skus.values() if s.arch == platform.machine().lower()), None)
+    """The SKU the run's host snapshot identified (the record's, `accelenv.results.plugin.host_sku`), when it is
+    one of the environment's; on the CPU, the environment's SKU of this machine's architecture."""
     run = current_run(request.config)
-    accelerator = run.report.accelerator(expected.env.family) if run and run.report else None
-    found = {d.sku for d in accelerator.devices if d.sku} if accelerator else set()
-    return skus.get(found.pop()) if len(found) == 1 else None
+    found = plugin_host_sku(expected.matrix, expected.env, run.report if run else None)
+    return next((s for s in expected.matrix.env_skus(expected.env) if s.id == found), None)

@@ -168,20 +168,26 @@ def _lock_sha256(env: Environment) -> str | None:
     return hashlib.sha256(read_bytes(path, what="lock file")).hexdigest() if path.is_file() else None
 
 
+def host_sku(matrix: Matrix, env: Environment, report: HostReport | None) -> str | None:
+    """The SKU the host snapshot identified for the family's devices (when they are all one SKU); for the CPU
+    family, the environment's SKU of this machine's architecture."""
+    acc = report.accelerator(env.family) if report else None
+    if acc is not None:
+        found = {d.sku for d in acc.devices if d.sku}
+        return found.pop() if len(found) == 1 else None
+    if env.family == "cpu":
+        machine = platform.machine().lower()
+        return next((s.id for s in matrix.env_skus(env) if s.arch == machine), None)
+    return None
+
+
 def _host(run: Run) -> dict[str, Any]:
     family = run.env.family
     acc = run.report.accelerator(family) if run.report else None
-    sku: str | None = None
-    if acc is not None:
-        found = {d.sku for d in acc.devices if d.sku}
-        sku = found.pop() if len(found) == 1 else None
-    elif family == "cpu":
-        machine = platform.machine().lower()
-        sku = next((s.id for s in run.matrix.env_skus(run.env) if s.arch == machine), None)
     count = len(acc.devices) if acc else 0
     return {
         "family": family,
-        "sku": sku,
+        "sku": host_sku(run.matrix, run.env, run.report),
         "device_count": count,
         "driver": acc.driver_version if acc else None,
         "nodes": run.nodes,
