@@ -492,11 +492,13 @@ def run_spec(
     workdir: Path,
     shm_size: str | None = None,
     user: tuple[int, int] | None = None,
+    run_url: str | None = None,
 ) -> RunSpec:
     """The container for `accelenv run`: the working tree at /workspace, written as `user` (uid, gid; default:
     the owner of `workdir`; the command line passes `container_user`), so files the command creates belong to the
     host user whatever their uid; the family's devices; /dev/shm and IPC as the family's data says (see
-    `shm_and_ipc`). Pure data."""
+    `shm_and_ipc`); `run_url`, the CI job that runs it, as ACCELENV_RUN_URL (a result record made inside names
+    its job). Pure data."""
     family = matrix.families[env.family]
     devices = sorted({node for pattern in family.container_devices for node in root.glob(pattern)})
     if user is None:
@@ -504,6 +506,8 @@ def run_spec(
         user = (owner.st_uid, owner.st_gid)
     environment = dict(family.container_env)
     environment.setdefault("HOME", "/tmp")  # the host uid may have no home in the image
+    if run_url:
+        environment["ACCELENV_RUN_URL"] = run_url
     shm, ipc = shm_and_ipc(family.container_ipc, family.container_shm_size, shm_size, family=family.id)
     return RunSpec(
         image=image,

@@ -73,8 +73,9 @@ COMMANDS: dict[str, Entry] = {
         "The compatibility report: families, runtimes, environments, and which environments run on each SKU.",
     ),
     "ci": Entry(
-        "generate", "Fan CI out: one job per environment, as GitHub Actions matrix JSON or a Buildkite pipeline."
+        "ci", "Fan CI out: image and session jobs per environment, as GitHub Actions JSON or a Buildkite pipeline."
     ),
+    "collect": Entry("ci", "Keep the result records a CI run's own jobs uploaded; name each job that left none."),
     # images: accelenv.cli.images
     "build": Entry(
         "images",

@@ -1,8 +1,7 @@
-"""Commands that generate files from the matrix: render, report, ci (and `lock`: `cli.lock`)."""
+"""Commands that generate files from the matrix: render, report (and `lock`: `cli.lock`; `ci`: `cli.ci`)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -125,65 +124,11 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if stale and args.check else 0
 
 
-# ---------------------------------------------------------------------------------------------------- ci
-
-
-def ci_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("github", "buildkite"), default="github")
-    p.add_argument("--tier", choices=("pr", "nightly", "release"), default="pr")
-    p.add_argument(
-        "--changed",
-        nargs="*",
-        action="extend",
-        metavar="FILE",
-        help="changed files (repository-relative); repeatable: --changed=FILE keeps a name that starts with -",
-    )
-    p.add_argument(
-        "--base-matrix", metavar="PATH", help="the matrix before the change (e.g. git show main:matrix.toml)"
-    )
-
-
-def ci(args: argparse.Namespace, out: TextIO) -> int:
-
-    from accelenv.matrix.load import load_matrix
-    from accelenv.matrix.model import CiTier
-    from accelenv.plan.ci import buildkite, github, jobs, not_scheduled
-    from accelenv.plan.readiness import blockers, platform_blockers
-
-    matrix = matrix_of(args)
-    previous = load_matrix(Path(args.base_matrix), use_cache=False) if args.base_matrix else None
-    blocked = blockers(matrix, repo_of(args))
-    per_platform = platform_blockers(matrix, repo_of(args), blocked)
-    tier = CiTier(args.tier)
-    rows = jobs(
-        matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked, blocked_platforms=per_platform
-    )
-    skipped = not_scheduled(
-        matrix, tier=tier, changed=args.changed, previous=previous, blocked=blocked, blocked_platforms=per_platform
-    )
-    for env_id, why in skipped:  # stderr: stdout stays the document a workflow reads
-        sys.stderr.write(f"accelenv ci: {env_id} not scheduled: {why}\n")
-    out.write(github(rows) if args.format == "github" else buildkite(rows, skipped))
-    return 0
-
-
 COMMANDS = {
     "render": Command(
         epilog="examples:\n  accelenv render\n  accelenv render --check   # CI: exit 1 listing every out-of-date file",
         arguments=render_arguments,
         run=render,
-    ),
-    "ci": Command(
-        epilog="examples:\n  accelenv ci --format github --tier pr\n"
-        "  git show origin/main:matrix.toml > /tmp/base-matrix.toml   # the matrix before the change\n"
-        "  git diff -z --name-only origin/main | xargs -0 printf -- '--changed=%s\\0' \\\n"
-        "      | xargs -0 accelenv ci --format github --base-matrix /tmp/base-matrix.toml\n"
-        "  accelenv ci --format buildkite --tier nightly | buildkite-agent pipeline upload\n\n"
-        "Tiers nest: nightly includes the pr environments, release includes all. With --changed, only the\n"
-        "environments the files affect; --base-matrix (matrix.toml as it was) narrows a matrix change to the\n"
-        "environments whose resolved form changed.",
-        arguments=ci_arguments,
-        run=ci,
     ),
     "report": Command(
         epilog="examples:\n  accelenv report --format md -o docs/compatibility.md\n"

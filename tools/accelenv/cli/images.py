@@ -304,6 +304,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.build.images import container_user, run_spec
     from accelenv.host.root import Root
     from accelenv.matrix.resolve import get_env
+    from accelenv.plan.run_url import run_url
 
     matrix = matrix_of(args)
     env = get_env(matrix, args.env)
@@ -321,6 +322,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         workdir=workdir,
         shm_size=args.shm_size,
         user=container_user((os.getuid(), os.getgid()), (tree.st_uid, tree.st_gid)),
+        run_url=run_url(os.environ),
     )
 
     def echo(line: str) -> None:

@@ -376,6 +376,7 @@ class Environment:
     sources: tuple[str, ...]
     framework: Framework | None = None
     perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
+    ci_unschedulable: str | None = None  # why CI cannot run it (a default env without one that cannot run: error)
 
 
 @frozen

@@ -275,6 +275,10 @@ def _env() -> Json:
                 min_items=1,
             ),
             "ci_queue": text("Buildkite queue for this environment alone (default: its family's).", TOOL, "a queue"),
+            "ci_unschedulable": line(
+                "Why CI cannot run this environment yet (shown by `accelenv ci`, the run summary and the page); "
+                "without it, a default environment CI cannot schedule makes `accelenv ci` fail."
+            ),
             "framework": _framework(),
             "sources": sources(),
         },

@@ -1,33 +1,49 @@
-"""CI fan-out: one job per environment, for GitHub Actions (strategy.matrix JSON) or Buildkite (pipeline YAML).
+"""CI fan-out: which jobs a run schedules, and what it cannot schedule and why.
 
-Pure: the matrix (and, for --changed, the previous matrix) in, job rows out. Runner labels and queues are data
-in the matrix (families, overridable per environment); tiers nest: a nightly run includes the pr environments,
-a release run includes everything. With changed files, only the affected environments run.
+Pure: the matrix (and, for --changed, the previous matrix) and the tree's readiness (plan/readiness.py) in, a
+`Plan` out. Runner labels and queues are data in the matrix (families, overridable per environment); tiers nest:
+a nightly run includes the pr environments, a release run includes everything. With changed files, only the
+affected environments run.
+
+Two kinds of job, apart so that one never blocks the other: an image job builds and verifies an environment's
+image; a session job runs its nox session. A framework from the lock is tested on the runner, so the session job
+runs whether or not the image can be built; a framework from the base image is tested inside the image, which
+the session job builds itself, on the same runner (no registry between two machines). A default environment
+with no session job is an error unless the matrix says why (`envs.<env>.ci_unschedulable`). Each session job's
+evidence travels in an artifact whose name is bound to the job (`artifact`); the plan lists them (`expected`) so
+the judging job knows which records its run must have produced (plan/ci_collect.py).
+
+The documents (GitHub matrix JSON, Buildkite pipeline, text) are in plan/ci_outputs.py.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from accelenv.matrix.model import CiTier
+from accelenv.matrix.model import CiTier, FrameworkSource
 from accelenv.matrix.resolve import resolve
 from accelenv.plan.render import human_tag
-from accelenv.records import frozen
+from accelenv.records import frozen, replace
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from accelenv.matrix import Environment, Matrix
+    from accelenv.plan.readiness import Readiness
 
 ORDER = {CiTier.PR: 0, CiTier.NIGHTLY: 1, CiTier.RELEASE: 2}
 # Files whose change can affect every environment (the tool itself, its sessions, its packaging).
 EVERYTHING = ("tools/", "noxfile.py", "pyproject.toml", ".ci/", "schema/")
+# The gate every CI run passes before any environment job: the matrix is valid and the generated files are current.
+GATE = ("accelenv validate", "accelenv render --check", "accelenv lock --check")
+# A node's verdict on an environment, as a runner label (GitHub) and an agent tag (Buildkite): see check/labels.py.
+VERDICT_LABEL = "accelenv-{env}"
+SELF_HOSTED = "self-hosted"
+
+JobKind = Literal["session", "image"]
 
 
 @frozen
 class Job:
+    kind: JobKind
     env: str
     family: str
     tier: str
@@ -36,9 +52,26 @@ class Job:
     session: str
     image: str
     platform: str = "linux/amd64"
+    builds_image: bool = False  # a session job that builds its image first (its framework is the base image's)
+    agent_tags: tuple[tuple[str, str], ...] = ()  # Buildkite agent tags beyond the queue (a node's verdict)
+
+    @property
+    def arch(self) -> str:
+        return self.platform.rpartition("/")[2]
+
+    @property
+    def name(self) -> str:
+        """env, and the architecture when it is not amd64: unique among the jobs of one kind."""
+        return self.env if self.platform == "linux/amd64" else f"{self.env}-{self.arch}"
+
+    @property
+    def artifact(self) -> str:
+        """The job's artifact (and Buildkite step key): bound to its kind, environment and architecture."""
+        return f"accelenv-{self.kind}-{self.env}-{self.arch}"
 
     def as_github(self) -> dict[str, object]:
         return {
+            "kind": self.kind,
             "env": self.env,
             "family": self.family,
             "tier": self.tier,
@@ -46,7 +79,62 @@ class Job:
             "session": self.session,
             "image": self.image,
             "platform": self.platform,
-            "arch": self.platform.rpartition("/")[2],  # for names that cannot hold a slash (artifacts)
+            "arch": self.arch,  # for names that cannot hold a slash (artifacts)
+            "artifact": self.artifact,
+            "build": self.builds_image,
+        }
+
+
+@frozen
+class Unscheduled:
+    """A job the tier would run that cannot run: `why` from the tree, `recorded` from the matrix."""
+
+    kind: JobKind
+    env: str
+    platform: str
+    why: str
+    recorded: str | None = None
+
+    @property
+    def target(self) -> str:
+        where = "" if self.platform == "linux/amd64" else f" ({self.platform})"
+        return f"{self.env}{where} {self.kind}"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "env": self.env,
+            "platform": self.platform,
+            "why": self.why,
+            "recorded": self.recorded,
+        }
+
+
+@frozen
+class Plan:
+    tier: str
+    sessions: tuple[Job, ...]
+    images: tuple[Job, ...]
+    unscheduled: tuple[Unscheduled, ...]
+    errors: tuple[str, ...]  # a default environment with no session job and no recorded reason
+    notes: tuple[str, ...]  # a recorded reason that no longer applies
+
+    def expected(self) -> list[dict[str, str]]:
+        """The records this run must produce: one artifact per session job."""
+        return [
+            {"artifact": job.artifact, "env": job.env, "platform": job.platform, "arch": job.arch}
+            for job in self.sessions
+        ]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tier": self.tier,
+            "sessions": {"include": [job.as_github() for job in self.sessions]},
+            "images": {"include": [job.as_github() for job in self.images]},
+            "expected": self.expected(),
+            "not_scheduled": [u.as_json() for u in self.unscheduled],
+            "errors": list(self.errors),
+            "notes": list(self.notes),
         }
 
 
@@ -56,8 +144,9 @@ def effective_tier(matrix: Matrix, env: Environment) -> CiTier:
 
 
 def affected(matrix: Matrix, changed: list[str], previous: Matrix | None) -> set[str]:
-    """Environments a change touches. matrix.toml: those whose resolved form differs from the previous matrix's
-    (all of them when no previous matrix is given); envs/<env>/ and images/<env>/: that env; a family's device
+    """Environments a change touches. matrix.toml: those whose resolved form differs from the previous matrix's,
+    and every environment of a family whose SKUs changed (a SKU added, removed or edited: the family's jobs prove
+    it) (all of them when no previous matrix is given); envs/<env>/ and images/<env>/: that env; a family's device
     tests: its envs; the tool itself: everything; anything else (docs): nothing."""
     hit: set[str] = set()
     for path in changed:
@@ -71,6 +160,8 @@ def affected(matrix: Matrix, changed: list[str], previous: Matrix | None) -> set
                 for e in matrix.envs.values()
                 if e.id not in previous.envs or resolve(previous, previous.envs[e.id]) != resolve(matrix, e)
             }
+            families = _changed_sku_families(matrix, previous)
+            hit |= {e.id for e in matrix.envs.values() if e.family in families}
         elif path.startswith(("envs/", "images/")):
             parts = path.split("/")
             if len(parts) > 1 and parts[1] in matrix.envs:
@@ -85,44 +176,13 @@ def affected(matrix: Matrix, changed: list[str], previous: Matrix | None) -> set
     return hit
 
 
-def jobs(
-    matrix: Matrix,
-    *,
-    tier: CiTier,
-    changed: list[str] | None = None,
-    previous: Matrix | None = None,
-    blocked: Mapping[str, str] | None = None,
-    blocked_platforms: Mapping[tuple[str, str], str] | None = None,
-) -> list[Job]:
-    """The jobs of `tier`; an environment in `blocked`, or an (environment, platform) in `blocked_platforms` (see
-    plan/readiness.py), is not scheduled."""
-    out = []
-    for env in _selected(matrix, tier=tier, changed=changed, previous=previous):
-        env_tier = effective_tier(matrix, env)
-        if blocked and env.id in blocked:
-            continue
-        family = matrix.families[env.family]
-        queue = env.ci_queue or family.ci_queue or env.family
-        runners = {"linux/amd64": (env.ci_runner or family.ci_runner, queue)}
-        for platform, (labels, platform_queue) in family.ci_platforms.items():
-            runners[platform] = (labels, platform_queue or f"{queue}-{platform.rpartition('/')[2]}")
-        # one job per platform the environment declares and the family has runners of
-        for platform in (p for p in env.platforms if p in runners):
-            if blocked_platforms and (env.id, platform) in blocked_platforms:
-                continue
-            labels, job_queue = runners[platform]
-            out.append(
-                Job(
-                    env=env.id,
-                    family=env.family,
-                    tier=str(env_tier),
-                    runs_on=labels,
-                    queue=job_queue,
-                    session=env.id,
-                    image=human_tag("accelenv", matrix, env),
-                    platform=platform,
-                )
-            )
+def _changed_sku_families(matrix: Matrix, previous: Matrix) -> set[str]:
+    """Families with a SKU that is new, gone or different between `previous` and `matrix`."""
+    out = set()
+    for sku_id in set(matrix.skus) | set(previous.skus):
+        now, before = matrix.skus.get(sku_id), previous.skus.get(sku_id)
+        if now != before:
+            out |= {s.family for s in (now, before) if s is not None}
     return out
 
 
@@ -133,70 +193,106 @@ def _selected(matrix: Matrix, *, tier: CiTier, changed: list[str] | None, previo
     ]
 
 
-def not_scheduled(
+def _runners(matrix: Matrix, env: Environment) -> dict[str, tuple[tuple[str, ...], str]]:
+    """platform -> (runs-on labels, Buildkite queue) for every platform the family has runners of."""
+    family = matrix.families[env.family]
+    queue = env.ci_queue or family.ci_queue or env.family
+    runners = {"linux/amd64": (env.ci_runner or family.ci_runner, queue)}
+    for platform, (labels, platform_queue) in family.ci_platforms.items():
+        runners[platform] = (labels, platform_queue or f"{queue}-{platform.rpartition('/')[2]}")
+    return runners
+
+
+def plan(
     matrix: Matrix,
     *,
     tier: CiTier,
-    blocked: Mapping[str, str],
     changed: list[str] | None = None,
     previous: Matrix | None = None,
-    blocked_platforms: Mapping[tuple[str, str], str] | None = None,
-) -> list[tuple[str, str]]:
-    """(env, why) for each environment the tier would run but that cannot run, in matrix order; ("env (platform)",
-    why) for each platform of one that cannot run there."""
-    out = []
+    ready: Readiness | None = None,
+) -> Plan:
+    """The jobs of `tier` (of the environments `changed` affects), and what cannot run (`ready`: everything can
+    when None). A session job on a self-hosted runner also asks for the node's passing verdict on its environment
+    (the `accelenv-<env>` label `accelenv labels --format github-runner` gives, the agent tag of the same name)."""
+    sessions: list[Job] = []
+    images: list[Job] = []
+    unscheduled: list[Unscheduled] = []
+    errors: list[str] = []
+    notes: list[str] = []
     for env in _selected(matrix, tier=tier, changed=changed, previous=previous):
-        if env.id in blocked:
-            out.append((env.id, blocked[env.id]))
-            continue
-        out += [
-            (f"{env.id} ({platform})", why)
-            for (env_id, platform), why in (blocked_platforms or {}).items()
-            if env_id == env.id
-        ]
-    return out
+        runners = _runners(matrix, env)
+        from_image = env.framework is not None and env.framework.source is FrameworkSource.BASE_IMAGE
+        scheduled = False
+        blocked_any = False
+        for platform in (p for p in env.platforms if p in runners):
+            labels, queue = runners[platform]
+            base = Job(
+                kind="session",
+                env=env.id,
+                family=env.family,
+                tier=str(effective_tier(matrix, env)),
+                runs_on=labels,
+                queue=queue,
+                session=env.id,
+                image=human_tag("accelenv", matrix, env),
+                platform=platform,
+            )
+            key = (env.id, platform)
+            why = ready.sessions.get(key) if ready else None
+            if why is None:
+                gated = SELF_HOSTED in labels
+                verdict = VERDICT_LABEL.format(env=env.id)
+                sessions.append(
+                    replace(
+                        base,
+                        builds_image=from_image,
+                        runs_on=(*labels, verdict) if gated else labels,
+                        agent_tags=((verdict, "pass"),) if gated else (),
+                    )
+                )
+                scheduled = True
+            else:
+                blocked_any = True
+                unscheduled.append(_unscheduled("session", env, platform, why))
+            if from_image:
+                continue  # its image is built by its session job, on the runner that tests it
+            image_why = ready.images.get(key) if ready else None
+            if image_why is None:
+                images.append(replace(base, kind="image"))
+            else:
+                blocked_any = True
+                unscheduled.append(_unscheduled("image", env, platform, image_why))
+        if env.default and not scheduled and env.ci_unschedulable is None:
+            errors.append(
+                f"{env.id} is its family's default environment and CI can schedule no session of it; make it "
+                f"runnable (see why above), or record why it cannot run in matrix.toml: "
+                f'envs.{env.id}.ci_unschedulable = "..."'
+            )
+        if env.ci_unschedulable is not None and not blocked_any:
+            notes.append(
+                f"envs.{env.id}.ci_unschedulable no longer applies: every job of {env.id} is scheduled; remove it"
+            )
+    return Plan(
+        tier=str(tier),
+        sessions=tuple(sessions),
+        images=tuple(images),
+        unscheduled=tuple(unscheduled),
+        errors=tuple(errors),
+        notes=tuple(notes),
+    )
 
 
-def github(rows: list[Job]) -> str:
-    """strategy.matrix JSON: {"include": [...]} (GitHub refuses an empty include: then {"include": []} and the
-    workflow skips the job on `fromJSON(...).include[0] == null`)."""
-    return json.dumps({"include": [job.as_github() for job in rows]}, indent=2) + "\n"
+def _unscheduled(kind: JobKind, env: Environment, platform: str, why: str) -> Unscheduled:
+    return Unscheduled(kind=kind, env=env.id, platform=platform, why=why, recorded=env.ci_unschedulable)
 
 
-def _yaml(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid YAML scalar
-
-
-def buildkite(rows: list[Job], skipped: list[tuple[str, str]] | None = None) -> str:
-    """A pipeline for `buildkite-agent pipeline upload`: build the image on the family's queue, then run the
-    environment's session there. An environment that cannot run gets one soft-failing step that says why,
-    visible on the build, never a job that would pretend to test it."""
-    lines = ["# generated by accelenv ci --format buildkite", "steps:"]
-    for env_id, why in skipped or []:
-        say = shlex.quote(f"{env_id} not scheduled: {why}")
-        lines += [
-            f"  - label: {_yaml(f':warning: {env_id} not scheduled')}",
-            f"    command: {_yaml(f'echo {say}; exit 1')}",
-            "    soft_fail: true",
-        ]
-    for job in rows:
-        suffix = "" if job.platform == "linux/amd64" else f"-{job.platform.rpartition('/')[2]}"
-        name = job.env + suffix
-        lines += [
-            f"  - label: {_yaml(f':docker: {name}')}",
-            f"    key: {_yaml('image-' + name)}",
-            f"    command: {_yaml(f'accelenv build {job.env} --platform {job.platform}')}",
-            "    agents:",
-            f"      queue: {_yaml(job.queue)}",
-            f"  - label: {_yaml(f':test_tube: {name}')}",
-            f"    depends_on: {_yaml('image-' + name)}",
-            f"    command: {_yaml(f'nox -s {job.session}')}",
-            "    agents:",
-            f"      queue: {_yaml(job.queue)}",
-            "    env:",
-            f"      ACCELENV_ENV: {_yaml(job.env)}",
-        ]
-    if not rows and not skipped:
-        lines.append('  - label: "no environment is affected"')
-        lines.append('    command: "true"')
-    return "\n".join(lines) + "\n"
+def jobs(
+    matrix: Matrix,
+    *,
+    tier: CiTier,
+    changed: list[str] | None = None,
+    previous: Matrix | None = None,
+    ready: Readiness | None = None,
+) -> list[Job]:
+    """The session jobs of `tier` (see `plan`)."""
+    return list(plan(matrix, tier=tier, changed=changed, previous=previous, ready=ready).sessions)

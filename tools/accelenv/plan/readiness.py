@@ -1,16 +1,20 @@
 """Which environments cannot run yet, and why: what `accelenv ci` leaves out of the jobs it schedules.
 
 Read from the committed files only (no engine, no network): an environment without a current lock has nothing
-to install, and one whose image needs an OS-package lock that is missing or stale cannot be built, so neither
-build nor session could do its work in CI. The reason names the command that fixes it.
+to install; one whose image needs an OS-package lock that is missing or stale cannot be built. The image and the
+session are judged apart (`readiness`): a framework from the lock is tested on the host, so its session runs
+whether or not its image can be built; a framework from the base image is tested inside the image, so its
+session needs the image. The reason names the command that fixes it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from accelenv.matrix.model import FrameworkSource
 from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, os_lock_path, os_lock_state
 from accelenv.plan.render import os_packages
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -19,16 +23,16 @@ if TYPE_CHECKING:
     from accelenv.matrix import Environment, Matrix
 
 
-def blocker(matrix: Matrix, env: Environment, repo: Path, platform: str = "linux/amd64") -> str | None:
-    """Why `env` cannot run from this tree on `platform` (its OS-package lock is per platform), or None."""
+def _lock_blocker(matrix: Matrix, env: Environment, repo: Path) -> str | None:
+    """Why `env` has nothing to install (its lock is missing or stale), or None."""
     state = lock_state(repo, env, glibc_of(matrix, env))
-    if state is not LockState.CURRENT:
-        what = "no lock file" if state is LockState.UNLOCKED else "a stale lock"
-        return (
-            f"{what} ({lock_path(repo, env.id).relative_to(repo)}): nothing to install; run `accelenv lock "
-            f"{env.id}` where its indexes are reachable, then commit it"
-        )
-    return _os_lock_blocker(matrix, env, repo, platform)
+    if state is LockState.CURRENT:
+        return None
+    what = "no lock file" if state is LockState.UNLOCKED else "a stale lock"
+    return (
+        f"{what} ({lock_path(repo, env.id).relative_to(repo)}): nothing to install; run `accelenv lock "
+        f"{env.id}` where its indexes are reachable, then commit it"
+    )
 
 
 def _os_lock_blocker(matrix: Matrix, env: Environment, repo: Path, platform: str) -> str | None:
@@ -48,18 +52,30 @@ def _os_lock_blocker(matrix: Matrix, env: Environment, repo: Path, platform: str
     )
 
 
-def blockers(matrix: Matrix, repo: Path) -> dict[str, str]:
-    """Every environment that cannot run (on linux/amd64, its first platform: then on none), with why."""
-    return {env.id: reason for env in matrix.envs.values() if (reason := blocker(matrix, env, repo)) is not None}
+@frozen
+class Readiness:
+    """What `accelenv ci` cannot schedule, read from the committed files: (environment, platform) -> why its
+    session cannot run there, and -> why its image cannot be built there. A session whose framework comes from
+    its lock needs only the lock; one whose framework comes from the base image builds the image in its own job."""
+
+    sessions: Mapping[tuple[str, str], str]
+    images: Mapping[tuple[str, str], str]
 
 
-def platform_blockers(matrix: Matrix, repo: Path, blocked: Mapping[str, str]) -> dict[tuple[str, str], str]:
-    """(environment, platform) for each other platform an environment not in `blocked` (see `blockers`) cannot
-    run on (its OS-package lock for that platform is missing or stale), with why."""
-    return {
-        (env.id, platform): reason
-        for env in matrix.envs.values()
-        if env.id not in blocked
-        for platform in env.platforms
-        if platform != "linux/amd64" and (reason := _os_lock_blocker(matrix, env, repo, platform)) is not None
-    }
+def readiness(matrix: Matrix, repo: Path) -> Readiness:
+    sessions: dict[tuple[str, str], str] = {}
+    images: dict[tuple[str, str], str] = {}
+    for env in matrix.envs.values():
+        lock = _lock_blocker(matrix, env, repo)
+        for platform in env.platforms:
+            key = (env.id, platform)
+            if lock is not None:
+                sessions[key] = images[key] = lock
+                continue
+            image = _os_lock_blocker(matrix, env, repo, platform)
+            if image is None:
+                continue
+            images[key] = image
+            if env.framework is not None and env.framework.source is FrameworkSource.BASE_IMAGE:
+                sessions[key] = f"its framework comes from its base image, and {image}"
+    return Readiness(sessions=sessions, images=images)

@@ -195,11 +195,9 @@ def _host(run: Run) -> dict[str, Any]:
 
 
 def _run_url() -> str | None:
-    url = os.environ.get("ACCELENV_RUN_URL")
-    if not url and os.environ.get("GITHUB_RUN_ID"):
-        server, repo = os.environ.get("GITHUB_SERVER_URL", ""), os.environ.get("GITHUB_REPOSITORY", "")
-        url = f"{server}/{repo}/actions/runs/{os.environ['GITHUB_RUN_ID']}"
-    return url if url and url.startswith("https://") and url.isprintable() and " " not in url else None
+    from accelenv.plan.run_url import run_url  # GitHub's run, Buildkite's job, or what `accelenv run` passed in
+
+    return run_url(os.environ)
 
 
 def build_record(run: Run, *, finished: float) -> dict[str, Any]:

@@ -1,0 +1,160 @@
+"""CI commands: `ci` (which jobs a run schedules, as GitHub JSON, a Buildkite pipeline or text) and `collect`
+(the judging job's step that keeps only the records its own run's jobs produced)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from accelenv.cli.common import Command, matrix_of, repo_of
+from accelenv.errors import UsageError
+
+if TYPE_CHECKING:
+    import argparse
+
+
+# ---------------------------------------------------------------------------------------------------- ci
+
+
+def ci_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--format",
+        choices=("github", "buildkite", "text", "json"),
+        default="github",
+        help="github and json: the plan as JSON (strategy.matrix values, expected artifacts, what is not scheduled)",
+    )
+    p.add_argument("--json", action="store_const", const="json", dest="format", help="the same as --format json")
+    p.add_argument("--tier", choices=("pr", "nightly", "release"), default="pr")
+    p.add_argument(
+        "--changed",
+        nargs="*",
+        action="extend",
+        metavar="FILE",
+        help="changed files (repository-relative); repeatable: --changed=FILE keeps a name that starts with -",
+    )
+    p.add_argument(
+        "--base-matrix", metavar="PATH", help="the matrix before the change (e.g. git show main:matrix.toml)"
+    )
+    p.add_argument(
+        "--summary",
+        metavar="PATH",
+        help="append a Markdown summary (jobs, what is not scheduled and why) to PATH, e.g. $GITHUB_STEP_SUMMARY",
+    )
+
+
+def ci(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.matrix.load import load_matrix
+    from accelenv.matrix.model import CiTier
+    from accelenv.plan.ci import plan
+    from accelenv.plan.ci_outputs import buildkite, github, not_scheduled_lines, summary, text
+    from accelenv.plan.readiness import readiness
+
+    matrix = matrix_of(args)
+    previous = load_matrix(Path(args.base_matrix), use_cache=False) if args.base_matrix else None
+    made = plan(
+        matrix,
+        tier=CiTier(args.tier),
+        changed=args.changed,
+        previous=previous,
+        ready=readiness(matrix, repo_of(args)),
+    )
+    if args.format == "text":
+        out.write(text(made))
+    else:
+        for line in [*not_scheduled_lines(made), *(f"note: {n}" for n in made.notes)]:
+            sys.stderr.write(f"accelenv ci: {line}\n")  # stderr: stdout stays the document a workflow reads
+        out.write(buildkite(made) if args.format == "buildkite" else github(made))
+    if args.summary:
+        with Path(args.summary).open("a", encoding="utf-8") as handle:
+            handle.write(summary(made))
+    if args.format != "text":  # text has them on stdout
+        for error in made.errors:
+            sys.stderr.write(f"accelenv ci: error: {error}\n")
+    return 1 if made.errors else 0
+
+
+# ---------------------------------------------------------------------------------------------------- collect
+
+
+def collect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", metavar="ARTIFACTS", help="the run's downloaded artifacts, one folder per artifact")
+    p.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="ARTIFACT=ENV",
+        help="a session job of this run: its artifact and environment (repeatable; `accelenv ci` writes them)",
+    )
+    p.add_argument("--plan", metavar="PATH", help="the run's plan (`accelenv ci --format github` output)")
+    p.add_argument(
+        "--run",
+        metavar="URL",
+        help="this run's URL (default: from GITHUB_* or BUILDKITE_BUILD_URL); records of other runs are not counted",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="copy the records that count into DIR")
+
+
+def collect(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.fileio import read_bytes
+    from accelenv.plan.ci_collect import collect as gather
+    from accelenv.plan.ci_collect import expected_from_plan, parse_expected
+    from accelenv.plan.run_url import build_url
+
+    expected = parse_expected(args.expect)
+    if args.plan:
+        try:
+            data = json.loads(read_bytes(Path(args.plan), what="CI plan"))
+        except ValueError as error:
+            raise UsageError(f"{args.plan}: not JSON ({error}); write it with `accelenv ci --format github`") from None
+        expected += expected_from_plan(data, args.plan)
+    run = args.run or build_url(os.environ)
+    if not run:
+        raise UsageError("this run's URL is unknown (no GITHUB_RUN_ID or BUILDKITE_BUILD_URL): pass --run URL")
+    got = gather(Path(args.folder), expected, run=run)
+    target = Path(args.output)
+    if target.exists():
+        shutil.rmtree(target)  # only this run's records, never a previous collection's
+    for artifact, path in got.accepted:
+        (target / artifact).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / artifact / path.name)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in got.ignored:
+        out.write(f"ignored {name}: no job of this run uploads it\n")
+    for problem in got.problems:
+        out.write(f"{problem}\n")
+    out.write(
+        f"{len(got.accepted)} record(s) of {len(expected)} job(s) collected into {target}, "
+        f"{len(got.problems)} problem(s)\n"
+    )
+    return 1 if got.problems else 0
+
+
+COMMANDS = {
+    "ci": Command(
+        epilog="examples:\n  accelenv ci --format github --tier pr\n"
+        "  accelenv ci --format text --tier release       # what runs, what cannot and why\n"
+        "  git show origin/main:matrix.toml > /tmp/base-matrix.toml   # the matrix before the change\n"
+        "  git diff -z --name-only origin/main | xargs -0 printf -- '--changed=%s\\0' \\\n"
+        "      | xargs -0 accelenv ci --format github --base-matrix /tmp/base-matrix.toml\n"
+        "  accelenv ci --format buildkite --tier nightly | buildkite-agent pipeline upload\n\n"
+        "Tiers nest: nightly includes the pr environments, release includes all. With --changed, only the\n"
+        "environments the files affect; --base-matrix (matrix.toml as it was) narrows a matrix change to the\n"
+        "environments whose resolved form changed, and the families whose SKUs changed. Exit status 1 when a\n"
+        "default environment cannot be scheduled and the matrix does not say why (envs.ENV.ci_unschedulable).",
+        arguments=ci_arguments,
+        run=ci,
+    ),
+    "collect": Command(
+        epilog="examples:\n  accelenv collect artifacts --plan plan.json -o collected\n"
+        "  accelenv collect artifacts --expect accelenv-session-cpu-py311-amd64=cpu-py311 --run URL -o collected\n\n"
+        "Keeps the records under ARTIFACTS/<artifact>/ of each expected job that name its environment and a job of\n"
+        "this run; everything else is named and not counted. Exit status 1 when a record is not counted or a\n"
+        "job left none.",
+        arguments=collect_arguments,
+        run=collect,
+    ),
+}
