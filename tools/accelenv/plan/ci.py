@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from accelenv.check.runner_labels import verdict_label
 from accelenv.matrix.model import CiTier, FrameworkSource
 from accelenv.matrix.resolve import resolve
 from accelenv.plan.render import human_tag
@@ -34,8 +35,6 @@ ORDER = {CiTier.PR: 0, CiTier.NIGHTLY: 1, CiTier.RELEASE: 2}
 EVERYTHING = ("tools/", "noxfile.py", "pyproject.toml", ".ci/", "schema/")
 # The gate every CI run passes before any environment job: the matrix is valid and the generated files are current.
 GATE = ("accelenv validate", "accelenv render --check", "accelenv lock --check")
-# A node's verdict on an environment, as a runner label (GitHub) and an agent tag (Buildkite): see check/labels.py.
-VERDICT_LABEL = "accelenv-{env}"
 SELF_HOSTED = "self-hosted"
 
 JobKind = Literal["session", "image"]
@@ -213,7 +212,8 @@ def plan(
 ) -> Plan:
     """The jobs of `tier` (of the environments `changed` affects), and what cannot run (`ready`: everything can
     when None). A session job on a self-hosted runner also asks for the node's passing verdict on its environment
-    (the `accelenv-<env>` label `accelenv labels --format github-runner` gives, the agent tag of the same name)."""
+    (the `accelenv-env-<env>` label `accelenv labels --format github-runner` gives; the agent tag of that name
+    `--format buildkite-tags` gives, = pass)."""
     sessions: list[Job] = []
     images: list[Job] = []
     unscheduled: list[Unscheduled] = []
@@ -241,7 +241,7 @@ def plan(
             why = ready.sessions.get(key) if ready else None
             if why is None:
                 gated = SELF_HOSTED in labels
-                verdict = VERDICT_LABEL.format(env=env.id)
+                verdict = verdict_label(env.id)
                 sessions.append(
                     replace(
                         base,
