@@ -76,6 +76,9 @@ COMMANDS: dict[str, Entry] = {
         "ci", "Fan CI out: image and session jobs per environment, as GitHub Actions JSON or a Buildkite pipeline."
     ),
     "collect": Entry("ci", "Keep the result records a CI run's own jobs uploaded; name each job that left none."),
+    "hook": Entry(
+        "ci", "Write the gate a CI node runs before every job: its own accelenv check of the job's environment."
+    ),
     # images: accelenv.cli.images
     "build": Entry(
         "images",

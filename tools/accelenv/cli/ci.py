@@ -1,5 +1,6 @@
-"""CI commands: `ci` (which jobs a run schedules, as GitHub JSON, a Buildkite pipeline or text) and `collect`
-(the judging job's step that keeps only the records its own run's jobs produced)."""
+"""CI commands: `ci` (which jobs a run schedules, as GitHub JSON, a Buildkite pipeline or text), `collect` (the
+judging job's step that keeps only the records its own run's jobs produced) and `hook` (the gate a node runs
+before every job)."""
 
 from __future__ import annotations
 
@@ -133,6 +134,53 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if got.problems else 0
 
 
+# ---------------------------------------------------------------------------------------------------- hook
+
+
+def hook_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--system", choices=("github", "buildkite"), required=True, help="the CI system that runs it")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="ENV",
+        help="an environment this runner was registered for (GitHub; repeatable): the hook checks each",
+    )
+    p.add_argument(
+        "--accelenv",
+        metavar="COMMAND",
+        help="the node's pinned accelenv, absolute paths (default: this one, `<its python> -m accelenv`)",
+    )
+    p.add_argument(
+        "--matrix-path", metavar="PATH", help="the node's own matrix.toml (default: the one this command reads)"
+    )
+    p.add_argument("--root", metavar="DIR", help="check a captured host instead of the node (for testing a hook)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the hook to FILE, executable (default: stdout)")
+
+
+def hook(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.matrix.load import find_matrix
+    from accelenv.plan.ci_hooks import hook as make_hook
+
+    matrix = matrix_of(args)
+    for env_id in args.env:
+        if env_id not in matrix.envs:
+            raise UsageError(f"--env {env_id!r}: not an environment of {matrix.path}")
+    command = args.accelenv or f"{os.path.abspath(sys.executable)} -m accelenv"  # noqa: PTH100 - a venv's python is a symlink: keep it
+    path = args.matrix_path or str(find_matrix(args.matrix).resolve())
+    text = make_hook(args.system, accelenv=command, matrix=path, envs=args.env, root=args.root)
+    if not args.output:
+        out.write(text)
+        return 0
+    from accelenv.fileio import write_atomic
+
+    target = Path(args.output)
+    write_atomic(target, text)
+    target.chmod(0o755)
+    out.write(f"{target}: the {args.system} gate hook, checking with {command}\n")
+    return 0
+
+
 COMMANDS = {
     "ci": Command(
         epilog="examples:\n  accelenv ci --format github --tier pr\n"
@@ -156,5 +204,16 @@ COMMANDS = {
         "job left none.",
         arguments=collect_arguments,
         run=collect,
+    ),
+    "hook": Command(
+        epilog="examples:\n"
+        "  accelenv hook --system github --env gpu-nvidia-cu132 -o /opt/accelenv/job-started.sh\n"
+        "      # then ACTIONS_RUNNER_HOOK_JOB_STARTED=/opt/accelenv/job-started.sh in the runner's .env\n"
+        "  accelenv hook --system buildkite -o /etc/buildkite-agent/hooks/pre-command\n\n"
+        "Run it with the node's own accelenv (installed outside any checkout a job uses): the hook calls that one,\n"
+        "by absolute path, with the node's matrix, in an emptied environment. A node that fails `accelenv check\n"
+        "ENV --host-only` refuses the job with exit status 75 (docs/contributing-hardware.md).",
+        arguments=hook_arguments,
+        run=hook,
     ),
 }

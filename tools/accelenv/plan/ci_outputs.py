@@ -12,6 +12,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from accelenv.plan.ci import GATE
+from accelenv.plan.ci_hooks import GATE_EXIT
 
 if TYPE_CHECKING:
     from accelenv.plan.ci import Job, Plan
@@ -136,7 +137,11 @@ def buildkite(plan: Plan) -> str:
             f"      queue: {_yaml(job.queue)}",
             *(f"      {_yaml(tag)}: {_yaml(value)}" for tag, value in job.agent_tags),
             "    env:",
-            f"      ACCELENV_ENV: {_yaml(job.env)}",
+            f"      ACCELENV_ENV: {_yaml(job.env)}",  # the agent's pre-command gate checks it (plan/ci_hooks.py)
+            "    retry:",  # the gate refused the job: the node drifted; run it on another agent
+            "      automatic:",
+            f"        - exit_status: {GATE_EXIT}",
+            "          limit: 2",
         ]
     download = [
         f"mkdir -p artifacts/{job.artifact} && (cd artifacts/{job.artifact} && buildkite-agent artifact download "
