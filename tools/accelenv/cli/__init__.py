@@ -76,6 +76,7 @@ COMMANDS: dict[str, Entry] = {
         "ci", "Fan CI out: image and session jobs per environment, as GitHub Actions JSON or a Buildkite pipeline."
     ),
     "collect": Entry("ci", "Keep the result records a CI run's own jobs uploaded; name each job that left none."),
+    "codeowners": Entry("ci", "The CODEOWNERS section of the owners matrix.toml names, per family and environment."),
     "hook": Entry(
         "ci", "Write the gate a CI node runs before every job: its own accelenv check of the job's environment."
     ),

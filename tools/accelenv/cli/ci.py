@@ -181,6 +181,31 @@ def hook(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------------------- codeowners
+
+
+def codeowners_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", metavar="FILE", help="put the section into FILE (e.g. .github/CODEOWNERS)")
+    p.add_argument("--check", action="store_true", help="with -o: write nothing; exit 1 if the section is stale")
+
+
+def codeowners(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.cli.common import sync_file
+    from accelenv.fileio import read_text_if_exists
+    from accelenv.plan.codeowners import replace_section, section
+
+    text = section(matrix_of(args))
+    if not args.output:
+        if args.check:
+            raise UsageError("--check needs -o FILE: the CODEOWNERS file to compare with")
+        out.write(text)
+        return 0
+    target = Path(args.output)
+    merged = replace_section(read_text_if_exists(target, what="CODEOWNERS") or "", text)
+    stale = sync_file(target, merged, check=args.check, regenerate=f"accelenv codeowners -o {target}", out=out)
+    return 1 if stale and args.check else 0
+
+
 COMMANDS = {
     "ci": Command(
         epilog="examples:\n  accelenv ci --format github --tier pr\n"
@@ -204,6 +229,14 @@ COMMANDS = {
         "job left none.",
         arguments=collect_arguments,
         run=collect,
+    ),
+    "codeowners": Command(
+        epilog="examples:\n  accelenv codeowners -o .github/CODEOWNERS\n"
+        "  accelenv codeowners -o .github/CODEOWNERS --check   # CI: exit 1 when the section drifted\n\n"
+        "Owners are GitHub users or teams in matrix.toml (families.F.owners, envs.E.owners, skus.S.owners);\n"
+        "only those appear. The rest of the file is kept.",
+        arguments=codeowners_arguments,
+        run=codeowners,
     ),
     "hook": Command(
         epilog="examples:\n"

@@ -349,6 +349,7 @@ def _build(
             no_sku_driver_min=v.get("no_sku_driver_min", ""),
             newer_drivers=v.get("newer_drivers", "run-older-runtimes"),
             collective_backend=v.get("collective_backend"),
+            owners=tuple(v.get("owners", ())),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)
@@ -367,6 +368,7 @@ def _build(
             no_driver_min=v.get("no_driver_min", ""),
             ray_accelerator_type=_ray_types(v.get("ray_accelerator_type")),
             no_ray_accelerator_type=v.get("no_ray_accelerator_type", ""),
+            owners=tuple(v.get("owners", ())),
             sources=tuple(v.get("sources", ())),
             notes=v.get("notes", ""),
             peak=_peak(v.get("peak")),
@@ -469,6 +471,7 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         framework=_framework(v["framework"]) if "framework" in v else None,
         perf_min_fraction=v.get("perf_min_fraction"),
         ci_unschedulable=v.get("ci_unschedulable"),
+        owners=tuple(v.get("owners", ())),
     )
 
 

@@ -122,6 +122,7 @@ class Family:
     # platform (other than linux/amd64) -> (runs-on labels, Buildkite queue or None)
     ci_platforms: Mapping[str, tuple[tuple[str, ...], str | None]] = field(default_factory=lambda: MappingProxyType({}))
     collective_backend: str | None = None  # torch.distributed backend of the conformance suite: nccl, gloo ...
+    owners: tuple[str, ...] = ()  # GitHub handles or teams who answer for the family (CODEOWNERS, ci)
     sources: tuple[str, ...]
 
 
@@ -155,6 +156,7 @@ class Sku:
     # label), by PCI device id where Ray names types by id (AMD); "*" for every device of the SKU
     ray_accelerator_type: Mapping[str, str] = field(default_factory=dict)
     no_ray_accelerator_type: str = ""  # why Ray reports none (or why it is not known)
+    owners: tuple[str, ...] = ()  # who answers for this SKU where it is not its family's owners
     sources: tuple[str, ...]
     notes: str
     peak: Peak | None = None
@@ -376,6 +378,7 @@ class Environment:
     sources: tuple[str, ...]
     framework: Framework | None = None
     perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
+    owners: tuple[str, ...] = ()  # who answers for this environment where it is not its family's owners
     ci_unschedulable: str | None = None  # why CI cannot run it (a default env without one that cannot run: error)
 
 

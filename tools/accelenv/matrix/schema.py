@@ -43,6 +43,7 @@ from accelenv.matrix.schema_values import (
     ids,
     item,
     line,
+    owners,
     python,
     sources,
     table_of,
@@ -275,6 +276,9 @@ def _env() -> Json:
                 min_items=1,
             ),
             "ci_queue": text("Buildkite queue for this environment alone (default: its family's).", TOOL, "a queue"),
+            "owners": owners(
+                "Who answers for this environment where it is not the family's owners (GitHub users or teams)."
+            ),
             "ci_unschedulable": line(
                 "Why CI cannot run this environment yet (shown by `accelenv ci`, the run summary and the page); "
                 "without it, a default environment CI cannot schedule makes `accelenv ci` fail."

@@ -28,6 +28,7 @@ from accelenv.matrix.schema_values import (
     flag,
     item,
     line,
+    owners,
     sources,
     text,
 )
@@ -159,6 +160,10 @@ def family() -> Json:
                 "Why the family's SKUs carry no driver floor of their own (their runtimes' driver rules decide); "
                 "a SKU's own driver_min or no_driver_min still applies."
             ),
+            "owners": owners(
+                "Who answers for the family's CI jobs and its part of the tree: GitHub users or teams (the generated "
+                "CODEOWNERS section routes to them; GitHub refuses an unknown one)."
+            ),
             "sources": sources(),
         },
         required=("name", "maturity", "session", "runtime_kind", "arch_pattern"),
@@ -206,6 +211,7 @@ def sku() -> Json:
             "no_ray_accelerator_type": line(
                 "Why Ray reports no accelerator type for this SKU (or why the one it reports is not known)."
             ),
+            "owners": owners("Who answers for this SKU where it is not the family's owners (GitHub users or teams)."),
             "sources": sources(),
             "notes": block("Free text for readers."),
             "peak": _peak(),

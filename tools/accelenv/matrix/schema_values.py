@@ -115,3 +115,11 @@ def ids(description: str) -> Json:
 
 def sources() -> Json:
     return ids("Ids of entries under [sources] that back the facts of this entry.")
+
+
+# A GitHub user (@handle: letters, digits, single hyphens, at most 39) or team (@org/team-slug), as CODEOWNERS takes
+OWNER = r"^@[A-Za-z0-9](?:-?[A-Za-z0-9]){0,38}(?:/[A-Za-z0-9][A-Za-z0-9_.-]{0,99})?$"
+
+
+def owners(description: str) -> Json:
+    return array(description, text("A GitHub user or team.", OWNER, "@handle or @org/team"), min_items=1)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from accelenv.check.runner_labels import verdict_label
 from accelenv.matrix.model import CiTier, FrameworkSource
 from accelenv.matrix.resolve import resolve
+from accelenv.plan.codeowners import env_owners
 from accelenv.plan.render import human_tag
 from accelenv.records import frozen, replace
 
@@ -53,6 +54,7 @@ class Job:
     platform: str = "linux/amd64"
     builds_image: bool = False  # a session job that builds its image first (its framework is the base image's)
     agent_tags: tuple[tuple[str, str], ...] = ()  # Buildkite agent tags beyond the queue (a node's verdict)
+    owners: tuple[str, ...] = ()  # who answers for the environment (matrix: its own, else its family's)
 
     @property
     def arch(self) -> str:
@@ -81,6 +83,7 @@ class Job:
             "arch": self.arch,  # for names that cannot hold a slash (artifacts)
             "artifact": self.artifact,
             "build": self.builds_image,
+            "owners": list(self.owners),
         }
 
 
@@ -236,6 +239,7 @@ def plan(
                 session=env.id,
                 image=human_tag("accelenv", matrix, env),
                 platform=platform,
+                owners=env_owners(matrix, env),
             )
             key = (env.id, platform)
             why = ready.sessions.get(key) if ready else None
