@@ -48,6 +48,7 @@ def test_github_rows_carry_runner_labels_and_the_image(matrix: Matrix) -> None:
         "arch": "amd64",
         "artifact": "accelenv-session-gpu-nvidia-cu128-amd64",
         "build": False,
+        "owners": [],
     }
     assert data["expected"][0] == {
         "artifact": "accelenv-session-cpu-py311-amd64",
