@@ -106,6 +106,7 @@ def test_an_unsafe_environment_name_is_refused_before_anything_runs(tmp_path: Pa
         (["--system", "github", "--env", "nope"], "--env 'nope': not an environment of"),
         (["--system", "buildkite", "--accelenv", "accelenv"], "give absolute paths"),
         (["--system", "buildkite", "--matrix-path", "matrix.toml"], "give the node's own matrix.toml as an absolute"),
+        (["--system", "github", "--env", "cpu-py311", "-o", "/nonexistent/hook"], "name it *.sh"),
     ],
 )
 def test_a_hook_that_would_not_be_pinned_is_refused(

@@ -16,6 +16,7 @@ from accelenv.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", REPO / "docs" / "adding-an-accelerator.md", REPO / "docs" / "scheduling.md"]
+DOCS += [REPO / "docs" / "ci.md", REPO / "docs" / "contributing-hardware.md"]
 
 
 def console_commands(path: Path) -> list[tuple[int, str, list[str]]]:

@@ -175,6 +175,8 @@ def hook(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.fileio import write_atomic
 
     target = Path(args.output)
+    if args.system == "github" and target.suffix != ".sh":
+        raise UsageError(f"{target}: GitHub runs a hook script only with its language's extension; name it *.sh")
     write_atomic(target, text)
     target.chmod(0o755)
     out.write(f"{target}: the {args.system} gate hook, checking with {command}\n")
