@@ -180,6 +180,42 @@ def test_a_scheduled_job_that_left_no_record_fails_the_judge(judged_run: Path, t
     assert (tmp_path / "job" / "page" / "index.html").exists()  # published all the same, with what there is
 
 
+def test_the_buildkite_judge_downloads_each_jobs_own_artifacts(tmp_path: Path) -> None:
+    """The pipeline's judging step, run as the pipeline states it (after the upload's `$$` -> `$`), with a
+    buildkite-agent that hands out each step's artifacts: the records of this build's jobs pass; a record of
+    another build in a job's artifacts fails it."""
+    build = "https://buildkite.com/acme/accel/builds/9"
+    made = plan(load_matrix(SHIPPED), tier=CiTier.PR, changed=["envs/cpu-py311/requirements.lock"])
+    pipeline = YAML(typ="safe").load(buildkite(made))
+    step = next(s for s in pipeline["steps"] if s.get("key") == "judge")
+    assert [d["step"] for d in step["depends_on"][1:]] == [job.artifact for job in made.sessions]
+    store = tmp_path / "store"
+    for n, job in enumerate(made.sessions):
+        _real_run(
+            tmp_path, store / job.artifact / "results", {"BUILDKITE_BUILD_URL": build, "BUILDKITE_JOB_ID": f"j{n}"}
+        )
+    # buildkite-agent artifact download PATTERN . --step KEY: that step's files, at their paths, into the folder
+    agent = 'test "$1 $2" = "artifact download" && cp -r "' + str(store) + '/$6/results" "$4"'
+    tool(tmp_path / "bin", "buildkite-agent", agent)
+    work = tmp_path / "build"
+    work.mkdir()
+    env = _shims(tmp_path) | {"BUILDKITE_BUILD_URL": build, "BUILDKITE_JOB_ID": "judge"}
+    script = step["command"].replace("$$", "$")
+    result = _bash(script, env, work)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 record(s) of 2 job(s) collected into collected, 0 problem(s)" in result.stdout
+    assert f"{build}#j{len(made.sessions) - 1}" in (work / "page" / "index.html").read_text()  # the newest proof's job
+    other = tmp_path / "other"
+    other.mkdir()
+    _real_run(other, other / "results", {"BUILDKITE_BUILD_URL": build[:-1] + "10", "BUILDKITE_JOB_ID": "x"})
+    shutil.copy(next((other / "results").glob("*.result.json")), store / made.sessions[0].artifact / "results")
+    shutil.rmtree(work)
+    work.mkdir()
+    result = _bash(script, env, work)
+    assert result.returncode == 1
+    assert f"made by another run ({build[:-1]}10#x), not {build}: not counted" in result.stdout
+
+
 def _schema_check(schema: str, files: list[Path]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)],
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip

@@ -64,6 +64,12 @@ def _yaml(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid YAML scalar
 
 
+def _command(shell: str) -> str:
+    """A step's command: `buildkite-agent pipeline upload` interpolates `$NAME` itself, so every `$` meant for the
+    shell is written `$$`, which the upload turns back into `$`."""
+    return _yaml(shell.replace("$", "$$"))
+
+
 def session_command(job: Job) -> str:
     """A session job's shell command: a fresh results folder, the image first when its framework is the base
     image's, the session, then the runner's snapshot whatever happened; the session's exit status is the job's."""
@@ -108,13 +114,19 @@ def buildkite(plan: Plan) -> str:
     lines += [
         '  - label: ":lock: gate"',
         '    key: "gate"',
-        f"    command: {_yaml(' && '.join(GATE))}",
+        f"    command: {_command(' && '.join(GATE))}",
+    ]
+    style = "error" if plan.errors else "warning" if plan.unscheduled else "info"
+    annotate = f"buildkite-agent annotate --style {style} --context accelenv-plan"
+    lines += [
+        '  - label: ":memo: plan"',  # the run's summary: jobs, what is not scheduled and why
+        f"    command: {_command(f'printf %s {shlex.quote(summary(plan))} | {annotate}')}",
     ]
     for line in not_scheduled_lines(plan):
         say = shlex.quote(line)
         lines += [
             f"  - label: {_yaml(':warning: ' + line.partition(' not scheduled')[0] + ' not scheduled')}",
-            f"    command: {_yaml(f'echo {say}; exit 1')}",
+            f"    command: {_command(f'echo {say}; exit 1')}",
             "    soft_fail: true",
         ]
     for job in plan.images:
@@ -122,7 +134,7 @@ def buildkite(plan: Plan) -> str:
             f"  - label: {_yaml(f':docker: {job.name}')}",
             f"    key: {_yaml(job.artifact)}",
             '    depends_on: "gate"',
-            f"    command: {_yaml(image_command(job))}",
+            f"    command: {_command(image_command(job))}",
             "    agents:",
             f"      queue: {_yaml(job.queue)}",
         ]
@@ -131,7 +143,7 @@ def buildkite(plan: Plan) -> str:
             f"  - label: {_yaml(f':test_tube: {job.name}')}",
             f"    key: {_yaml(job.artifact)}",
             '    depends_on: "gate"',
-            f"    command: {_yaml(session_command(job))}",
+            f"    command: {_command(session_command(job))}",
             f"    artifact_paths: {_yaml(EVIDENCE + '/**/*')}",
             "    agents:",
             f"      queue: {_yaml(job.queue)}",
@@ -155,7 +167,7 @@ def buildkite(plan: Plan) -> str:
         '      - "gate"',
         *(f"      - step: {_yaml(job.artifact)}\n        allow_failure: true" for job in plan.sessions),
         "    allow_dependency_failure: true",
-        f"    command: {_yaml('; '.join(judge_commands(plan, download=download)))}",
+        f"    command: {_command('; '.join(judge_commands(plan, download=download)))}",
         f"    artifact_paths: {_yaml(PAGE + '/**/*;' + MERGED + '/**/*')}",
     ]
     return "\n".join(lines) + "\n"
