@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -69,9 +68,11 @@ def ci(args: argparse.Namespace, out: TextIO) -> int:
         for line in [*not_scheduled_lines(made), *(f"note: {n}" for n in made.notes)]:
             sys.stderr.write(f"accelenv ci: {line}\n")  # stderr: stdout stays the document a workflow reads
         out.write(buildkite(made) if args.format == "buildkite" else github(made))
-    if args.summary:
-        with Path(args.summary).open("a", encoding="utf-8") as handle:
-            handle.write(summary(made))
+    if args.summary:  # appended, as GitHub's step summary file is written
+        from accelenv.fileio import read_text_if_exists, write_atomic
+
+        target = Path(args.summary)
+        write_atomic(target, (read_text_if_exists(target, what="summary file") or "") + summary(made))
     if args.format != "text":  # text has them on stdout
         for error in made.errors:
             sys.stderr.write(f"accelenv ci: error: {error}\n")
@@ -100,7 +101,7 @@ def collect_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def collect(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.fileio import read_bytes
+    from accelenv.fileio import read_bytes, write_atomic
     from accelenv.plan.ci_collect import collect as gather
     from accelenv.plan.ci_collect import expected_from_plan, parse_expected
     from accelenv.plan.run_url import build_url
@@ -115,14 +116,14 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     run = args.run or build_url(os.environ)
     if not run:
         raise UsageError("this run's URL is unknown (no GITHUB_RUN_ID or BUILDKITE_BUILD_URL): pass --run URL")
-    got = gather(Path(args.folder), expected, run=run)
     target = Path(args.output)
-    if target.exists():
-        shutil.rmtree(target)  # only this run's records, never a previous collection's
-    for artifact, path in got.accepted:
-        (target / artifact).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target / artifact / path.name)
+    if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+        raise UsageError(f"-o {target}: not a new or empty folder; collect writes only this run's records there")
+    got = gather(Path(args.folder), expected, run=run)
     target.mkdir(parents=True, exist_ok=True)
+    for artifact, name, text in got.accepted:
+        (target / artifact).mkdir(exist_ok=True)
+        write_atomic(target / artifact / name, text, inside=target)
     for name in got.ignored:
         out.write(f"ignored {name}: no job of this run uploads it\n")
     for problem in got.problems:

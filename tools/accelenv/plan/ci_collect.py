@@ -36,7 +36,7 @@ class Expected:
 
 @frozen
 class Collected:
-    accepted: tuple[tuple[str, Path], ...]  # (artifact, record file)
+    accepted: tuple[tuple[str, str, str], ...]  # (artifact, file name, the record's text as read)
     problems: tuple[str, ...]  # each fails the judging job
     ignored: tuple[str, ...]  # folders no job of this run uploaded: named, never read
 
@@ -65,7 +65,7 @@ def expected_from_plan(data: object, where: str) -> list[Expected]:
 
 def collect(folder: Path, expected: list[Expected], *, run: str) -> Collected:
     """The records under `folder/<artifact>/` of each expected job that name its environment and a job of `run`."""
-    accepted: list[tuple[str, Path]] = []
+    accepted: list[tuple[str, str, str]] = []
     problems: list[str] = []
     names = {e.artifact for e in expected}
     ignored = sorted(p.name for p in (folder.iterdir() if folder.is_dir() else ()) if p.name not in names)
@@ -74,11 +74,11 @@ def collect(folder: Path, expected: list[Expected], *, run: str) -> Collected:
         files = sorted(where.rglob("*" + SUFFIX)) if where.is_dir() and not where.is_symlink() else []
         kept = 0
         for path in files:
-            problem = _problem(path, job, run)
-            if problem:
-                problems.append(f"{path.relative_to(folder)}: {problem}")
+            got = _read(path, job, run)
+            if isinstance(got, Problem):
+                problems.append(f"{path.relative_to(folder)}: {got.why}")
             else:
-                accepted.append((job.artifact, path))
+                accepted.append((job.artifact, path.name, got))
                 kept += 1
         if not kept:
             problems.append(
@@ -88,18 +88,25 @@ def collect(folder: Path, expected: list[Expected], *, run: str) -> Collected:
     return Collected(accepted=tuple(accepted), problems=tuple(problems), ignored=tuple(ignored))
 
 
-def _problem(path: Path, job: Expected, run: str) -> str | None:
+@frozen
+class Problem:
+    why: str
+
+
+def _read(path: Path, job: Expected, run: str) -> str | Problem:
+    """The record's text when it counts for `job` of `run`, else why not."""
     if path.is_symlink():
-        return "a symlink, not a record"
+        return Problem(why="a symlink, not a record")
     try:
-        data = json.loads(read_bytes(path, limit=MAX_RECORD, what="result record"))
+        text = read_bytes(path, limit=MAX_RECORD, what="result record").decode("utf-8")
+        data = json.loads(text)
     except (UsageError, ValueError) as error:
-        return f"not a readable JSON record ({str(error)[:200]})"
+        return Problem(why=f"not a readable JSON record ({str(error)[:200]})")
     env = data.get("env") if isinstance(data, dict) else None
     env_id = env.get("id") if isinstance(env, dict) else None
     if env_id != job.env:
-        return f"names environment {str(env_id)[:80]!r}, but its job ran {job.env}: not counted"
-    url = data.get("run_url")
+        return Problem(why=f"names environment {str(env_id)[:80]!r}, but its job ran {job.env}: not counted")
+    url = data.get("run_url") if isinstance(data, dict) else None
     if not isinstance(url, str) or not in_run(url, run):
-        return f"made by another run ({str(url)[:200]}), not {run}: not counted"
-    return None
+        return Problem(why=f"made by another run ({str(url)[:200]}), not {run}: not counted")
+    return text
