@@ -43,10 +43,16 @@ def steps(job: str) -> list[dict[str, Any]]:
     return found
 
 
+def _environ() -> dict[str, str]:
+    """This process's environment without any CI system's or accelenv's own variables: a test run inside CI
+    must not hand its own run URL (or results folder) to the runs it stands up."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUILDKITE", "ACCELENV_"))}
+
+
 def _shims(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     tool(bin_dir, "accelenv", f'exec "{sys.executable}" -m accelenv --matrix "{SHIPPED}" "$@"')
-    return {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(REPO / "tools")}
+    return {**_environ(), "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(REPO / "tools")}
 
 
 def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -104,7 +110,7 @@ def _real_run(project: Path, results: Path, extra: dict[str, str]) -> None:
     """A real pytest run of one test with the result-record plugin, as a session job makes it."""
     (project / "test_small.py").write_text("def test_small() -> None:\n    assert sum([1, 1]) == 2\n")
     (project / "root").mkdir(exist_ok=True)  # a captured host that has nothing: the host is never read
-    env = {**os.environ, **extra, "ACCELENV_ENV": "cpu-py311", "ACCELENV_MATRIX": str(SHIPPED)}
+    env = {**_environ(), **extra, "ACCELENV_ENV": "cpu-py311", "ACCELENV_MATRIX": str(SHIPPED)}
     env |= {"ACCELENV_RESULTS": str(results), "ACCELENV_ROOT": str(project / "root")}
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "accelenv.results.plugin", "-p", "no:cacheprovider",
                     "--rootdir", str(project), "-c", os.devnull, str(project / "test_small.py")],
