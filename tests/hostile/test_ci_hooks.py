@@ -39,7 +39,10 @@ def make_hook(tmp_path: Path, system: str, root: Path, *extra: str) -> Path:
 
 
 def run_hook(path: Path, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(path)], env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+    """As each system runs it: GitHub with `bash -e FILE` ("Running scripts before or after a job"), Buildkite as
+    an executable hook."""
+    argv = ["/bin/bash", "-e", str(path)] if path.name.startswith("github") else [str(path)]
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize(
