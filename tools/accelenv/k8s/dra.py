@@ -203,6 +203,10 @@ def selection(matrix: Matrix, env: Environment) -> Selection:
         preflight.append(f"the SKU driver floors ({floors})")
     if unselectable:
         preflight.append(f"SKUs the driver's attributes cannot name: {', '.join(unselectable)}")
+    if driver.models:
+        unnamed = [f"{p} ({s.id})" for s in wanted for p in s.pci_device_ids if p not in driver.models]
+        if unnamed:
+            preflight.append(f"devices its model table does not name, which no claim selects: {', '.join(unnamed)}")
     return Selection(
         driver=driver, selectors=tuple(selectors), unselectable=tuple(unselectable), preflight_only=tuple(preflight)
     )
