@@ -82,7 +82,8 @@ def published(family: str, acc: Accelerator, device: Device) -> dict[str, Any]:
     """The device as the vendor's DRA driver would publish it in a ResourceSlice."""
     attrs: dict[str, Any]
     if family == "nvidia":
-        assert device.name and acc.driver_version
+        assert device.name
+        assert acc.driver_version
         attrs = {"type": "gpu", "productName": device.name, "driverVersion": semver(nvidia_version(acc.driver_version))}
         return {"driver": NVIDIA.name, "attributes": {NVIDIA.name: attrs}}
     if family == "amd":
@@ -134,7 +135,7 @@ def _nvidia_rows(name: str, version: str) -> tuple[str, list[Pci]]:
 
 
 def nvidia_host(tmp: Path, matrix: Matrix, names: list[str], version: str) -> HostReport:
-    rows, pci = "", []
+    rows, pci = "", list[Pci]()
     for name in names:
         more_rows, more_pci = _nvidia_rows(name, version)
         rows, pci = rows + more_rows, pci + more_pci
@@ -167,9 +168,7 @@ def nvidia_versions(matrix: Matrix, skus: set[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("name", NVIDIA_CAPTURES)
-def test_nvidia_claims_agree_with_check_on_both_sides_of_every_floor(
-    tmp_path: Path, matrix: Matrix, name: str
-) -> None:
+def test_nvidia_claims_agree_with_check_on_both_sides_of_every_floor(tmp_path: Path, matrix: Matrix, name: str) -> None:
     first = nvidia_host(tmp_path / "first", matrix, [name], name.split("__")[2])
     acc = first.accelerator("nvidia")
     assert acc is not None

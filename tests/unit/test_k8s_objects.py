@@ -53,10 +53,11 @@ def crd_schema(kind: str) -> dict[str, Any]:
             pytest.fail(f"{path} is missing (CI needs ACCELENV_RESEARCH_DATA)")
         pytest.skip(f"{path} not available")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are 17,000 lines
-    for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):  # noqa: S506 - a safe loader
+    for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
         if document and document["spec"]["names"]["kind"] == kind:
             served = next(v for v in document["spec"]["versions"] if v["name"] == version)
-            return closed(served["schema"]["openAPIV3Schema"])
+            schema: dict[str, Any] = closed(served["schema"]["openAPIV3Schema"])
+            return schema
     raise AssertionError(f"no CRD for {kind} in {path}")
 
 
@@ -68,7 +69,11 @@ def closed(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: closed(v) for k, v in schema.items()}
-    if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+    if (
+        "properties" in out
+        and "additionalProperties" not in out
+        and not out.get("x-kubernetes-preserve-unknown-fields")
+    ):
         out["additionalProperties"] = False
     return out
 
@@ -162,7 +167,10 @@ def _edited(old: str, new: str) -> Matrix:
 
 def test_a_raised_floor_changes_the_claims_with_no_hand_edit(matrix: Matrix) -> None:
     before = render_plan(matrix, []).files
-    raised = _edited('driver = { min = "595.71.05", compat_min = "580.65.06"', 'driver = { min = "595.71.05", compat_min = "580.95.05"')
+    raised = _edited(
+        'driver = { min = "595.71.05", compat_min = "580.65.06"',
+        'driver = { min = "595.71.05", compat_min = "580.95.05"',
+    )
     after = render_plan(raised, []).files
     path = "envs/gpu-nvidia-cu132/k8s/deviceclass.yaml"
     assert 'semver("580.65.6")' in before[path]
@@ -181,7 +189,9 @@ def test_a_new_sku_changes_the_claims_with_no_hand_edit(matrix: Matrix) -> None:
         'sources = ["cuda-gpus"]\nnotes = "test"\n\n[skus.h100-sxm]'
     )
     text = (REPO / "matrix.toml").read_text(encoding="utf-8")
-    edited = model_from_text(text.replace("[skus.h100-sxm]", sku, 1).replace('"t4", "a10",', '"test-gpu", "t4", "a10",', 1))
+    edited = model_from_text(
+        text.replace("[skus.h100-sxm]", sku, 1).replace('"t4", "a10",', '"test-gpu", "t4", "a10",', 1)
+    )
     path = "envs/gpu-nvidia-cu132/k8s/deviceclass.yaml"
     assert render_plan(edited, []).files[path] != render_plan(matrix, []).files[path]
 

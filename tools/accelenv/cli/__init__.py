@@ -75,6 +75,9 @@ COMMANDS: dict[str, Entry] = {
     "ci": Entry(
         "generate", "Fan CI out: one job per environment, as GitHub Actions matrix JSON or a Buildkite pipeline."
     ),
+    "k8s": Entry(
+        "k8s", "Kubernetes objects of ENV: DRA DeviceClass and claim template, KubeRay cluster and job, NFD rule."
+    ),
     # images: accelenv.cli.images
     "build": Entry(
         "images",

@@ -185,8 +185,10 @@ def selection(matrix: Matrix, env: Environment) -> Selection:
         )
     selectors = [
         Selector(expression=guard, says=f"a whole device of {driver.name}"),
-        Selector(expression=" || ".join(terms), says=f"a SKU of {env.id}" + (" on its driver floor" if _has_sku_floor(
-            driver, wanted) else "")),
+        Selector(
+            expression=" || ".join(terms),
+            says=f"a SKU of {env.id}" + (" on its driver floor" if _has_sku_floor(driver, wanted) else ""),
+        ),
     ]
     runtime = _runtime_floor(matrix, env, driver, attrs)
     if runtime:

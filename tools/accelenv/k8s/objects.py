@@ -92,9 +92,7 @@ def _ray_version(env: Environment) -> str | None:
 
 def _worker_template(env: Environment, image: str) -> dict[str, Any]:
     labels_volume = {"name": "accelenv-labels", "mountPath": LABELS_DIR}
-    preflight = (
-        f"accelenv check {env.id} && accelenv labels --env {env.id} --format ray -o {LABELS_FILE}"
-    )
+    preflight = f"accelenv check {env.id} && accelenv labels --env {env.id} --format ray -o {LABELS_FILE}"
     return {
         "metadata": {"labels": _labels(env)},
         "spec": {
@@ -209,18 +207,25 @@ def files(matrix: Matrix, env: Environment, *, image: str) -> dict[str, str]:
     ]
     ray = [
         f"{KUBERAY}; Ray {_ray_version(env) or '(not pinned)'}; image {image}.",
-        f"Workers claim {name(env)} and start Ray only after `accelenv check {env.id}` passes in the init "
-        f"container, which writes {LABELS_FILE} for `ray start --labels-file`.",
+        (
+            f"Workers claim {name(env)} and start Ray only after `accelenv check {env.id}` passes in the init "
+            f"container, which writes {LABELS_FILE} for `ray start --labels-file`."
+        ),
         *dra[:2],
     ]
     nfd = [
-        f"{NFD}: labels {nfd_label(env)}=true where the node's feature file ({NFD_FEATURES}, written by "
-        f"`accelenv labels --format nfd -o ...`) says {PREFIX}env.{env.id} is pass or warn.",
+        (
+            f"{NFD}: labels {nfd_label(env)}=true where the node's feature file ({NFD_FEATURES}, written by "
+            f"`accelenv labels --format nfd -o ...`) says {PREFIX}env.{env.id} is pass or warn."
+        ),
     ]
     head = [f"Environment {env.id}: {env.description}", f"Runtime {runtime.name}; SKUs {', '.join(env.skus)}."]
     objects = {
         "deviceclass.yaml": (device_class(env, chosen), [*head, *dra]),
-        "resourceclaimtemplate.yaml": (claim_template(env), [*head, *dra[:2], f"Every device of DeviceClass {name(env)} on the node."]),
+        "resourceclaimtemplate.yaml": (
+            claim_template(env),
+            [*head, *dra[:2], f"Every device of DeviceClass {name(env)} on the node."],
+        ),
         "raycluster.yaml": (ray_cluster(env, image=image), [*head, *ray]),
         "rayjob.yaml": (ray_job(env, image=image), [*head, *ray]),
         "nodefeaturerule.yaml": (node_feature_rule(env), [*head, *nfd]),
@@ -239,6 +244,7 @@ def dump(data: dict[str, Any], header: list[str]) -> str:
     lines = []
     for line in header:
         lines += textwrap.wrap(line, width=116, initial_indent="# ", subsequent_indent="#   ", break_on_hyphens=False)
+
     class Dumper(yaml.SafeDumper):
         def ignore_aliases(self, data: Any) -> bool:
             return True  # a value used twice is written twice: no &anchors in a file people read
