@@ -350,6 +350,18 @@ def semver_text(version: Version) -> str:
     return ".".join(str(part) for part in [*release, 0, 0][:3])
 
 
+def published_version(driver: DraDriver, reported: str) -> str | None:
+    """A host's driver version as `driver` publishes it in its ResourceSlice: NVIDIA parses NVML's string with
+    Masterminds semver (parts as integers, missing ones 0: 580.105.08 -> 580.105.8, 595.80 -> 595.80.0); AMD cuts
+    the amdgpu module version to three parts (6.19.14.31400000 -> 6.19.14). None when it publishes none."""
+    parts = reported.strip().split(".")
+    if driver.version_attribute is None or not all(p.isdigit() for p in parts[:3]):
+        return None
+    if driver.family == "amd":
+        return ".".join(parts[:3])
+    return ".".join([*(str(int(p)) for p in parts[:3]), "0", "0"][:3])
+
+
 def _at_least(version_attr: str, floor: Version) -> str:
     return f'{version_attr}.compareTo(semver("{semver_text(floor)}")) >= 0'
 
