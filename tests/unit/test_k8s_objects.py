@@ -221,3 +221,22 @@ def test_render_check_refuses_a_stale_or_orphaned_k8s_file(tmp_path: Path) -> No
     assert main(["--matrix", str(repo / "matrix.toml"), "render"]) == 0
     assert not orphan.exists()
     assert "595.71.5" in path.read_text()
+
+
+def test_k8s_command_prints_the_objects_for_kubectl(capsys: pytest.CaptureFixture[str]) -> None:
+    matrix_path = str(REPO / "matrix.toml")
+    assert main(["--matrix", matrix_path, "k8s", "gpu-amd-rocm714", "--repository", "registry.example/accelenv"]) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["kind"] for d in documents] == [
+        "DeviceClass",
+        "ResourceClaimTemplate",
+        "RayCluster",
+        "RayJob",
+        "NodeFeatureRule",
+    ]
+    worker = documents[2]["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert worker["containers"][0]["image"].startswith("registry.example/accelenv:gpu-amd-rocm714")
+    assert main(["--matrix", matrix_path, "k8s", "gaudi-1-24", "--only", "nfd"]) == 0
+    assert [d["kind"] for d in yaml.safe_load_all(capsys.readouterr().out)] == ["NodeFeatureRule"]
+    assert main(["--matrix", matrix_path, "k8s", "cpu-py312"]) == 2
+    assert "envs.cpu-py312: no DRA driver is described for family 'cpu'" in capsys.readouterr().err
