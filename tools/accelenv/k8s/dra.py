@@ -225,7 +225,8 @@ def _identified(driver: DraDriver, attrs: str, family: Sequence[Sku], skus: Sequ
         if not models:
             return None
         return f'"{driver.model_attribute}" in {attrs} && {attrs}.{driver.model_attribute} in {_list(sorted(models))}'
-    names = [n for s in skus if (n := _first_by_name(driver, attrs, family, s))]
+    group = {s.id for s in skus}
+    names = [n for s in skus if (n := _first_by_name(driver, attrs, family, s, same=group))]
     by_name = " || ".join(f"({n})" for n in names) if len(names) > 1 else (names[0] if names else None)
     if driver.id_attribute is None:
         return by_name
@@ -249,8 +250,11 @@ def _identified(driver: DraDriver, attrs: str, family: Sequence[Sku], skus: Sequ
     return " || ".join(parts) if parts else None
 
 
-def _first_by_name(driver: DraDriver, attrs: str, candidates: Sequence[Sku], sku: Sku) -> str | None:
-    """The device's product name matches `sku` and no candidate before it that could match the same name."""
+def _first_by_name(
+    driver: DraDriver, attrs: str, candidates: Sequence[Sku], sku: Sku, *, same: frozenset[str] | set[str] = frozenset()
+) -> str | None:
+    """The device's product name matches `sku` and no candidate before it that could match the same name, other
+    than those in `same` (SKUs selected on the same terms: a name that is one of them is selected either way)."""
     if driver.name_attribute is None or not sku.product_names:
         return None
     name = f"{attrs}.{driver.name_attribute}"
@@ -259,7 +263,7 @@ def _first_by_name(driver: DraDriver, attrs: str, candidates: Sequence[Sku], sku
     for other in candidates:
         if other.id == sku.id:
             break
-        if other.product_names and _may_overlap(other.product_names, sku.product_names):
+        if other.id not in same and other.product_names and _may_overlap(other.product_names, sku.product_names):
             before.append(f"!{name}.matches({_quote(_regex(driver, other.product_names))})")
     return " && ".join([term, *before]) if before else term
 
