@@ -98,7 +98,10 @@ def test_apply_writes_once_then_nothing_and_removes_gone_envs(matrix: Matrix, tm
     repo = tmp_path / "repo"
     repo.mkdir()
     first = apply(repo, render_plan(matrix, generated_files(repo)), check=False)
-    assert len(first.written) == 2 * len(matrix.envs)
+    # a Dockerfile and env.json each, and five Kubernetes objects for each environment with a DRA driver
+    assert len(first.written) == 2 * len(matrix.envs) + 5 * sum(
+        e.family in {"nvidia", "amd", "gaudi"} for e in matrix.envs.values()
+    )
     second = apply(repo, render_plan(matrix, generated_files(repo)), check=False)
     assert second.written == []
     gone = repo / "images" / "old-env" / "Dockerfile"

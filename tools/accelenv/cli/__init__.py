@@ -80,6 +80,9 @@ COMMANDS: dict[str, Entry] = {
     "hook": Entry(
         "ci", "Write the gate a CI node runs before every job: its own accelenv check of the job's environment."
     ),
+    "k8s": Entry(
+        "k8s", "Kubernetes objects of ENV: DRA DeviceClass and claim template, KubeRay cluster and job, NFD rule."
+    ),
     # images: accelenv.cli.images
     "build": Entry(
         "images",

@@ -166,6 +166,11 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
 
     report = host_report(args, matrix, [env.family], topology=env.requires != Requires())
     found = check_env(matrix, env, report, host_only=args.host_only)
+    if not args.snapshot:  # in a Kubernetes pod: what the scheduler allocated (DRA device metadata), judged too
+        from accelenv.host.root import Root
+        from accelenv.k8s.allocated import allocated_findings, read_allocation
+
+        found += allocated_findings(matrix, env, report, read_allocation(Root.from_option(args.root)))
     if args.allow_missing_hardware:
         found = [
             records.replace(f, status=Status.SKIP, message=f.message + " (allowed: --allow-missing-hardware)")

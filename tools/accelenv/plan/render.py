@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING
 
 from accelenv.fileio import check_inside, read_text_if_exists, remove_stale_temps, write_atomic
+from accelenv.k8s import objects as k8s
 from accelenv.matrix.resolve import resolve
 from accelenv.plan.lock import IMAGE_LOCK_NAME, LOCK_NAME, OS_LOCK_NAME, input_digest
 from accelenv.records import frozen
@@ -310,8 +311,14 @@ def render_plan(matrix: Matrix, existing: list[str]) -> RenderPlan:
     for env in matrix.envs.values():
         files[f"images/{env.id}/Dockerfile"] = dockerfile(matrix, env)
         files[f"envs/{env.id}/env.json"] = env_json(matrix, env)
+        if k8s.has_objects(env):  # envs/<env>/k8s/*.yaml: DRA claims, KubeRay, NFD (accelenv.k8s.objects)
+            files.update(k8s.files(matrix, env, image=human_tag("accelenv", matrix, env)))
     known = set(matrix.envs)
-    stale = sorted(path for path in existing if path.split("/")[1] not in known)
+    stale = sorted(
+        path
+        for path in existing
+        if path.split("/")[1] not in known or (path.split("/")[2:3] == [k8s.FOLDER] and path not in files)
+    )
     return RenderPlan(files=files, stale=stale)
 
 
@@ -333,6 +340,10 @@ def generated_files(repo: Path) -> list[str]:
                 path = folder / name
                 if _looks_generated(path):
                     found.append(str(path.relative_to(repo)))
+    for folder in _real_folders(repo / "envs"):
+        for path in _real_folders(folder):
+            if path.name == k8s.FOLDER:
+                found += [str(p.relative_to(repo)) for p in sorted(path.glob("*.yaml")) if _looks_generated(p)]
     return sorted(found)
 
 
@@ -403,8 +414,10 @@ def _remove_generated(repo: Path, rel: str) -> bool:
         return False
     path.unlink()
     folder = path.parent
-    for name in [*GENERATED_NAMES["images"], *GENERATED_NAMES["envs"]]:
+    for name in [*GENERATED_NAMES["images"], *GENERATED_NAMES["envs"], path.name]:
         remove_stale_temps(folder / name)
     if not any(folder.iterdir()):
         folder.rmdir()
+        if folder.name == k8s.FOLDER and not any(folder.parent.iterdir()):  # envs/<env>/ once its k8s/ is gone
+            folder.parent.rmdir()
     return True
