@@ -45,7 +45,8 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.host.root import Root
 
     matrix = matrix_of(args)
-    report = host_report(args, matrix, args.family or None, topology=args.json)  # the text shows no topology
+    # the text shows no topology and no platform
+    report = host_report(args, matrix, args.family or None, topology=args.json, platform=args.json)
     if args.json:
         from accelenv.cluster.accelerator_types import expected_ray
 
@@ -114,7 +115,11 @@ def snapshot(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.host.snapshot import save_snapshot
 
     matrix = matrix_of(args)
-    report = host_report(args, matrix)
+    report = host_report(args, matrix, platform=True)
+    from accelenv.host.fabric import with_fabric_output
+    from accelenv.host.run import ToolRunner
+
+    report = with_fabric_output(report, ToolRunner(timeout=args.timeout))  # what replaying the NVLink domain needs
     target = Path(args.output)
     save_snapshot(report, target)
     out.write(

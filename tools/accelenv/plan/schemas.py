@@ -57,6 +57,41 @@ _CDI_SPEC: Json = {
 }
 
 
+_PLATFORM: Json = {
+    "type": "object",
+    "description": (
+        "What only the platform knows (labels, inspect and snapshot read it): the cloud the DMI fields name, the "
+        "facts (operator first, then Kubernetes, then the cloud's metadata server), where each came from, and "
+        "what every source said."
+    ),
+    "properties": {
+        "cloud": {"type": ["string", "null"], "enum": ["gce", "aws", "azure", None], "description": "From DMI."},
+        "evidence": {"type": "string", "description": "The DMI fields that named the cloud, or why none did."},
+        "facts": {"type": "object", "additionalProperties": {"type": "string"}, "description": "name -> value."},
+        "origin": {"type": "object", "additionalProperties": {"type": "string"}, "description": "name -> source."},
+        "sources": {
+            "type": "array",
+            "description": "Every source, answered or not.",
+            "items": {
+                "type": "object",
+                "required": ["source", "status", "why", "facts"],
+                "properties": {
+                    "source": {"type": "string", "description": "operator, kubernetes, gce, aws, azure."},
+                    "status": {
+                        "type": "string",
+                        "enum": ["answered", "not-asked", "no-answer", "refused", "bad-answer", "absent"],
+                        "description": "What happened.",
+                    },
+                    "why": {"type": "string", "description": "Why it gave nothing (or a partial answer)."},
+                    "facts": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Given."},
+                    "rejected": {"type": "array", "items": {"type": "string"}, "description": "Facts refused."},
+                },
+            },
+        },
+    },
+}
+
+
 def _strings(description: str) -> Json:
     return {"type": "array", "description": description, "items": {"type": "string"}}
 
@@ -209,6 +244,7 @@ def inspect_schema() -> Json:
                     "link_layer, rate), peermem, tpu_topology."
                 ),
             },
+            "platform": _PLATFORM,
             "unreadable": _str_map(
                 "Host paths that exist but could not be read (permission denied, a FIFO, too large), and why.",
                 {"type": "string"},
