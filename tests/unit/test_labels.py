@@ -196,6 +196,7 @@ FACTS = {
         "devices": "1",
         "device-memory-mib": "32768",
         "driver": "2.31.7.0",
+        "scale-up-devices": "1",  # neuron-ls -j's one device: a group of one (host/links.py)
     },
     "gaudi": {
         "family": "gaudi",

@@ -132,9 +132,23 @@ def node_labels(
         tpu = {"tpu-slice": env.get("TPU_NAME"), "tpu-worker-id": env.get("TPU_WORKER_ID")}
         tpu["tpu-topology"] = report.topology.get("tpu_topology") or tpu_topology(env)
         raw.update({PREFIX + k: str(v) for k, v in tpu.items() if v})
+    raw.update(_scale_up(report, family))
     for name, value in sorted((metadata or {}).items()):
         raw.setdefault(PREFIX + name, value)  # the node's own word (TPU_NAME, ...) first
     return labelled(raw)
+
+
+def _scale_up(report: HostReport, family: str) -> dict[str, str]:
+    """From the neutral topology (host/links.py): the link kind one scale-up group of all devices shares
+    (`scale-up`: nvlink, xgmi, neuronlink, ici) and the size of the largest group (`scale-up-devices`)."""
+    devices = report.topology.get("devices")
+    topo = devices.get(family) if isinstance(devices, dict) else None
+    if not isinstance(topo, dict) or not isinstance(topo.get("groups"), list) or not topo.get("links_known", True):
+        return {}
+    found = {PREFIX + "scale-up-devices": str(max((len(g) for g in topo["groups"] if isinstance(g, list)), default=0))}
+    if isinstance(topo.get("scale_up"), str):
+        found[PREFIX + "scale-up"] = topo["scale_up"]
+    return found
 
 
 def labelled(raw: Mapping[str, str]) -> LabelSet:

@@ -59,6 +59,7 @@ _CDI_SPEC: Json = {
 
 _PLATFORM: Json = {
     "type": "object",
+    "additionalProperties": False,
     "description": (
         "What only the platform knows (labels, inspect and snapshot read it): the cloud the DMI fields name, the "
         "facts (operator first, then Kubernetes, then the cloud's metadata server), where each came from, and "
@@ -74,6 +75,8 @@ _PLATFORM: Json = {
             "description": "Every source, answered or not.",
             "items": {
                 "type": "object",
+                "description": "One source's answer.",
+                "additionalProperties": False,
                 "required": ["source", "status", "why", "facts"],
                 "properties": {
                     "source": {"type": "string", "description": "operator, kubernetes, gce, aws, azure."},
@@ -241,7 +244,10 @@ def inspect_schema() -> Json:
                 "description": (
                     "What the host shows of its interconnect: gpu (from nvidia-smi topo -m: gpus, all_pairs_nvlink, "
                     "min_nvlinks, links, numa_affinity) or gpu_error, infiniband devices (name, active, efa, "
-                    "link_layer, rate), peermem, tpu_topology."
+                    "link_layer, rate), peermem, tpu_topology, and devices: family -> the neutral topology "
+                    "(host/links.py: devices with numa, cpu_affinity, bus, nearest nics; links with kind nvlink, "
+                    "xgmi, neuronlink or pcie and count, weight, hops or path where the tool says; groups; "
+                    "scale_up; links_known; shape) or {error}."
                 ),
             },
             "platform": _PLATFORM,

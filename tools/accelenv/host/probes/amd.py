@@ -371,10 +371,11 @@ class AmdProbe:
             "amd-smi-static": ["amd-smi", "static", "--json"],
             "amd-smi-version": ["amd-smi", "version"],
             "rocm-smi": ["rocm-smi", *ROCM_SMI_ARGS],
+            "rocm-smi-topo": ["rocm-smi", "--showtopo"],  # the xGMI links (host/links.py)
         }
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
-        errors = tool_errors(results)
+        errors = tool_errors({k: v for k, v in results.items() if k != "rocm-smi-topo"})  # links: not a fault here
         kernel = ctx.root.read_value("/proc/sys/kernel/osrelease")
         devices: tuple[DeviceFacts, ...] = ()
         source: str | None = None
