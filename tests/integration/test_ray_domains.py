@@ -54,7 +54,8 @@ def labels_file(folder: Path, *, clique: str, rack: str, change: str = "") -> Pa
     if change:  # one GPU's registration still in progress
         fabric = fabric.replace(change, "In Progress", 1)
     raw = ToolResult(argv=("nvidia-smi", "-q"), returncode=0, stdout=fabric, stderr="", seconds=0.1, fault=None)
-    platform = platform_json(None, "captured", [checked("operator", {"rack": rack})])
+    facts = {"rack": rack, **({"rack-size": "3"} if rack == "r1" else {})}  # rack r1 should hold three trays
+    platform = platform_json(None, "captured", [checked("operator", facts)])
     report = records.replace(report, raw={**report.raw, "nvidia-smi-q": raw}, platform=platform)
     snap = folder / "node.json"
     save_snapshot(report, snap)
@@ -112,9 +113,20 @@ def test_placement_groups_pack_inside_accelenvs_domains(tmp_path: Path, ray_loop
         assert ready == []  # five CPUs: no NVLink domain has them, so Ray does not spread the group across two
         assert placement_group_table(too_big)["state"] != "CREATED"
         remove_placement_group(too_big)
+
+        # check --ray groups the nodes by the same domains, and says rack r1 misses a tray
+        from accelenv.cluster.ray import check_cluster, summary
+
+        text = (REPO / "matrix.toml").read_text(encoding="utf-8")
+        view = summary(check_cluster(text, "cpu-py311", "cpu", address=cluster.address, timeout=90))
     finally:
         ray.shutdown()
         cluster.shutdown()  # type: ignore[no-untyped-call]
+    found = {(d["kind"], d["name"]): d for d in view["domains"]}
+    assert sorted(found) == [("nvlink", f"{CLUSTER}.1"), ("nvlink", f"{CLUSTER}.2"), ("rack", "r1"), ("rack", "r2")]
+    assert sorted(found[("nvlink", f"{CLUSTER}.1")]["nodes"]) == sorted([ids["head"], ids["a"]])
+    assert found[("rack", "r1")]["problems"][0].startswith("incomplete: 2 of 3 nodes answer (accelenv.io/rack-size)")
+    assert found[("rack", "r2")]["complete"] is True
 
 
 def test_no_gpu_domain_without_a_verified_fabric(tmp_path: Path) -> None:

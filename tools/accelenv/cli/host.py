@@ -199,13 +199,21 @@ def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
     counts = [
         f"{cluster['conforming']} of {cluster['nodes']} nodes conform to {env_id}",
         f"{len(cluster['unreachable'])} unreachable ({len(cluster['dead'])} dead)",
-        f"{len(cluster['differ_from_majority'])} differ from the majority",
     ]
+    if cluster.get("disagreements"):
+        counts.append("no majority: the nodes disagree")
+    else:
+        counts.append(f"{len(cluster['differ_from_majority'])} differ from the majority")
     if cluster["drained"]:
         counts.append(f"{len(cluster['drained'])} drained, not counted")
     lines = ["; ".join(counts)]
     for node_id, differences in sorted(cluster["differences"].items()):
         lines.append(f"  {node_id[:12]}: " + "; ".join(differences))
+    for label, said in cluster.get("disagreements", {}).items():
+        lines.append(f"  {label}: " + ", ".join(f"{v} ({n[:12]})" for n, v in sorted(said.items())))
+    for domain in cluster.get("domains", []):
+        state = "; ".join(domain["problems"]) or "complete, agreeing"
+        lines.append(f"{domain['kind']} {domain['name']}: {len(domain['nodes'])} node(s); {state}")
     return "\n".join(lines) + "\n"
 
 

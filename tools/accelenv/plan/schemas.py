@@ -344,6 +344,9 @@ def cluster_schema() -> Json:
                 ),
             },
             "seconds": {"type": "number", "description": "Time the node's check took."},
+            "labels": _str_map(
+                "The node's labels in Ray that place it in a domain (cluster/domains.py).", {"type": "string"}
+            ),
             "signature": {
                 "type": "array",
                 "description": "(driver, device count, SKUs, [check id, status] pairs): what the majority is of.",
@@ -385,6 +388,29 @@ def cluster_schema() -> Json:
                         "Node id -> what differs from the majority: `requirements.pytest: fail (majority: pass)`.",
                         {"type": "array", "items": {"type": "string"}},
                     ),
+                    "disagreements": _str_map(
+                        "With no majority (a signature more nodes share than any other, and at least two): each "
+                        "fact or check the nodes do not agree on -> node id -> its value.",
+                        {"type": "object", "additionalProperties": {"type": "string"}},
+                    ),
+                    "domains": {
+                        "type": "array",
+                        "description": "The domains the nodes form (NVLink domain, rack, block, slice, zone, "
+                        "placement group), each judged whole.",
+                        "items": _obj(
+                            "One domain.",
+                            {
+                                "kind": {"type": "string", "description": "nvlink, rack, block, slice, zone, ..."},
+                                "name": {"type": "string", "description": "The label value that names it."},
+                                "nodes": {"type": "array", "items": {"type": "string"}, "description": "Node ids."},
+                                "verdicts": _str_map("Node id -> verdict.", {"type": "string"}),
+                                "expected": {"type": ["integer", "null"], "description": "Nodes it should hold."},
+                                "expected_from": {"type": "string", "description": "Where that figure comes from."},
+                                "complete": {"type": "boolean", "description": "Every node it should hold answers."},
+                                "problems": _strings("incomplete: ...; divided: drivers/verdicts ..."),
+                            },
+                        ),
+                    },
                 },
             ),
             "nodes": {"type": "array", "description": "One entry per node.", "items": node},
