@@ -147,6 +147,12 @@ def check_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--jsonl", metavar="FILE", help="with --ray: one JSON line per node, for CI artefacts")
     p.add_argument(
+        "--format",
+        choices=("text", "json", "html"),
+        default="text",
+        help="text (default), json (as --json), or with --ray html: the cluster drawn, one offline page",
+    )
+    p.add_argument(
         "--host-only",
         action="store_true",
         help="only what the host decides (hardware, driver, runtime, visible devices): before installing the pins",
@@ -167,6 +173,10 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     env = get_env(matrix, args.env)
     if args.ray is not None:
         return _check_ray(args, matrix, env.id, out)
+    if args.format == "html":
+        from accelenv.errors import UsageError
+
+        raise UsageError("check --format html draws a Ray cluster: give it with --ray [ADDRESS]")
     from accelenv.matrix.model import Requires
 
     report = host_report(args, matrix, [env.family], topology=env.requires != Requires())
@@ -180,7 +190,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
         ]
     source = f"snapshot {args.snapshot}" if args.snapshot else f"host (root {report.root})"
     result = verdict_json(env.id, found, source=source)
-    if args.json:
+    if args.json or args.format == "json":
         dump_json(result, out)
     else:
         out.write(f"accelenv check {env.id} on {source}\n")
@@ -230,7 +240,11 @@ def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextI
     if args.jsonl:
         lines = (json.dumps(redact_json(r.as_json()), sort_keys=True) + "\n" for r in results)
         write_atomic(Path(args.jsonl), "".join(lines))
-    if args.json:
+    if args.format == "html":
+        from accelenv.cluster.view import render_page
+
+        out.write(render_page(env_id, cluster, [r.as_json() for r in results]))
+    elif args.json or args.format == "json":
         dump_json({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
     else:
         rows = [

@@ -66,6 +66,7 @@ class NodeResult:
     checks: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     labels: dict[str, str] = field(default_factory=dict)  # the node's domain labels in Ray (cluster/domains.py)
+    topology: dict[str, Any] = field(default_factory=dict)  # the node's devices and links (host/links.py)
 
     @property
     def signature(self) -> tuple[object, ...]:
@@ -98,7 +99,6 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
     from accelenv.host.discover import discover
     from accelenv.host.root import Root
     from accelenv.host.run import ToolRunner
-    from accelenv.matrix.model import Requires
 
     if delay:
         time.sleep(delay)
@@ -111,7 +111,7 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
         runner=ToolRunner(),
         environ=os.environ,
         families=[env.family],
-        topology=env.requires != Requires(),  # the interconnect is read only when the environment asks for it
+        topology=True,  # the devices and their links, for the cluster view (sysfs reads; the tools ran anyway)
     )
     findings = check(matrix, env, report)
     acc = report.accelerator(env.family)
@@ -126,6 +126,7 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
         "verdict": str(verdict(findings)),
         "checks": [f.as_json() for f in findings],
         "devices": len(acc.devices) if acc else 0,
+        "topology": (report.topology.get("devices") or {}).get(env.family) or {},
         "driver": acc.driver_version if acc else None,
         "skus": sorted({d.sku or d.name or "unknown" for d in acc.devices}) if acc else [],
         "seconds": time.monotonic() - start,
@@ -345,6 +346,7 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResu
         checks=checks,
         seconds=float(data["seconds"]),
         labels=_domain_labels(node),
+        topology=dict(data["topology"]) if isinstance(data.get("topology"), dict) else {},
     )
 
 

@@ -347,6 +347,10 @@ def cluster_schema() -> Json:
             "labels": _str_map(
                 "The node's labels in Ray that place it in a domain (cluster/domains.py).", {"type": "string"}
             ),
+            "topology": {
+                "type": "object",
+                "description": "The node's devices and links in the neutral form of inspect's topology.devices.",
+            },
             "signature": {
                 "type": "array",
                 "description": "(driver, device count, SKUs, [check id, status] pairs): what the majority is of.",
