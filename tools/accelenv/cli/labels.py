@@ -12,6 +12,8 @@ from accelenv.cli.common import Command, host_options, host_report, matrix_of
 if TYPE_CHECKING:
     import argparse
 
+    from accelenv.results.record import Record
+
 
 def labels_arguments(p: argparse.ArgumentParser) -> None:
     from accelenv.check.labels import FORMATS
@@ -69,6 +71,65 @@ def labels(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def metrics_arguments(p: argparse.ArgumentParser) -> None:
+    host_options(p, snapshot=True)
+    p.add_argument(
+        "--env",
+        nargs="+",
+        action="extend",
+        metavar="ENV",
+        help="environments whose verdicts to export (default: every environment of the host's family)",
+    )
+    p.add_argument(
+        "--records",
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="result records (files, or folders searched for *.result.json): the newest one's figures per environment",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="write atomically to FILE (node-exporter's textfile directory, *.prom)"
+    )
+
+
+def metrics(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv import __version__
+    from accelenv.check.checks import check
+    from accelenv.check.metrics import prometheus_text
+    from accelenv.check.node_labels import environments, host_family
+    from accelenv.matrix.resolve import get_env
+
+    try:
+        import prometheus_client  # noqa: F401 - only to say what is missing, before any work
+    except ImportError as error:
+        from accelenv.errors import UsageError
+
+        raise UsageError("accelenv metrics needs prometheus-client: pip install prometheus-client") from error
+    matrix = matrix_of(args)
+    chosen = [get_env(matrix, e) for e in args.env or ()]
+    report = host_report(args, matrix, sorted({e.family for e in chosen}) or None, topology=True)
+    family = host_family(matrix, report)
+    verdicts = {env.id: check(matrix, env, report) for env in environments(matrix, family, chosen)}
+    records: list[Record] = []
+    if args.records:
+        import sys
+
+        from accelenv.results.record import read_records
+
+        records, refused = read_records([Path(p) for p in args.records], matrix)
+        for item in refused:  # said, never silently dropped
+            sys.stderr.write(f"accelenv: {item.path}: refused: {item.reason}\n")
+    text = prometheus_text(report, verdicts, family=family, records=records, version=__version__)
+    if args.output:
+        from accelenv.fileio import write_atomic
+
+        write_atomic(Path(args.output), text)
+        out.write(f"{args.output}: {sum(1 for line in text.splitlines() if not line.startswith('#'))} sample(s)\n")
+    else:
+        out.write(text)
+    return 0
+
+
 COMMANDS = {
     "labels": Command(
         epilog="examples:\n  accelenv labels\n"
@@ -81,5 +142,14 @@ COMMANDS = {
         "(docs/scheduling.md).",
         arguments=labels_arguments,
         run=labels,
+    ),
+    "metrics": Command(
+        epilog="examples:\n  accelenv metrics -o /var/lib/node_exporter/textfile/accelenv.prom\n"
+        "  accelenv metrics --env gpu-nvidia-cu132 --records results/\n\n"
+        "Prometheus text format for node-exporter's textfile collector: accelenv_env_verdict, accelenv_env_checks,\n"
+        "accelenv_devices, accelenv_accelerator_info, and with --records the newest record's figures\n"
+        "(accelenv_record_figure, _fraction_of_peak, _verdict, _finished_timestamp_seconds); docs/cluster.md.",
+        arguments=metrics_arguments,
+        run=metrics,
     ),
 }
