@@ -8,8 +8,8 @@ Each cloud's server sits at its link-local address unless the variable its own S
 asked; otherwise only the cloud the host's DMI fields name (`platform.identify`), so a host of no cloud asks nobody.
 
 Through `accelenv.netio` like every exchange, with proxies bypassed (the servers are on the host's own link):
-`TIMEOUT` bounds connecting and each read, the whole exchange may take `DEADLINE` seconds, an answer over
-`MAX_VALUE` is not a metadata value, and the first exchange of a source that fails ends that source."""
+`TIMEOUT` bounds connecting and each read, the whole exchange may take `netio.DEADLINE_FACTOR` times that, an
+answer over `MAX_VALUE` is not a metadata value, and the first exchange of a source that fails ends that source."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 METADATA_URL = "http://169.254.169.254/computeMetadata/v1/"  # google-auth's default IP root
 TIMEOUT = 1.0
-DEADLINE = 2.0
 MAX_VALUE = 64 * 1024  # a machine type, a zone, Azure's compute document: some kilobytes at most
 
 OVERRIDES: dict[Cloud, str] = {
@@ -204,7 +203,7 @@ def _send(
     from accelenv import netio
     from accelenv.errors import NetworkError
 
-    bounds = netio.limits(what, max_bytes=MAX_VALUE, timeout=TIMEOUT, deadline=DEADLINE)
+    bounds = netio.limits(what, max_bytes=MAX_VALUE, timeout=TIMEOUT)
     try:
         return netio.exchange(transport, method, url, bounds, headers=headers)
     except NetworkError as error:
