@@ -169,3 +169,31 @@ def test_requires_and_labels_read_the_neutral_topology(tmp_path: Path) -> None:
     labels = labels_for(matrix, report, [env])[0].labels
     assert labels["accelenv.io/scale-up-devices"] == "4"
     assert "accelenv.io/scale-up" not in labels
+
+
+AMD_SMI_8 = DATA / "topology/amd-smi-topology__amdsmi-CHANGELOG__8x-MI300X-class.txt"
+AMD_SMI_2 = DATA / "topology/amd-smi-topology__findstring-57129709323__2x-pcie.txt"
+
+
+def test_amd_smi_topology_with_bandwidth() -> None:
+    topo = links.parse_amd_smi_topology(AMD_SMI_8.read_text())
+    assert topo.scale_up == "xgmi"
+    assert len(topo.links) == 28
+    assert {(link.weight, link.hops, link.bandwidth) for link in topo.links} == {(15, 1, "50000-50000")}
+    assert [d.bus for d in topo.devices][:2] == ["0000:0c:00.0", "0000:22:00.0"]
+    pcie = links.parse_amd_smi_topology(AMD_SMI_2.read_text())
+    assert [(link.a, link.b, link.kind, link.weight, link.hops, link.bandwidth) for link in pcie.links] == [
+        ("GPU0", "GPU1", "pcie", 40, 2, None)  # NUMA BW N/A
+    ]
+    with pytest.raises(ParseError, match="expected a 'LINK TYPE TABLE:'"):
+        links.parse_amd_smi_topology(AMD_TWO_HIVES.read_text())
+    cut = AMD_SMI_8.read_text().split("NUMA BW")[0].rsplit("\n0000:df", 1)[0]
+    with pytest.raises(ParseError, match=r"LINK TYPE: no row for 0000:df:00.0 \(output cut short\?\)"):
+        links.parse_amd_smi_topology(cut)
+
+
+def test_amd_smi_is_read_first_and_rocm_smi_where_it_is_not(tmp_path: Path) -> None:
+    both = {"amd": {"amd-smi-topology": AMD_SMI_8.read_text(), "rocm-smi-topo": AMD_TWO_HIVES.read_text()}}
+    assert links.neutral(both, 0, None)["amd"]["source"] == "amd-smi topology"
+    broken = {"amd": {"amd-smi-topology": "amd-smi: not supported", "rocm-smi-topo": AMD_TWO_HIVES.read_text()}}
+    assert links.neutral(broken, 0, None)["amd"]["source"] == "rocm-smi --showtopo"

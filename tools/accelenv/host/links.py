@@ -5,7 +5,8 @@ Each family's tool says it its own way; each reader here is pure and reads what 
 
 - NVIDIA: `nvidia-smi topo -m` (`host/topology.py` parses the matrix): NVLink pairs with their bonded link count,
   PCIe paths, the NICs nearest each GPU (the PIX/PXB/PHB/NODE cells, nearest first), NUMA and CPU affinity;
-- AMD: `rocm-smi --showtopo`: the link type (XGMI, PCIE), weight and hops of every pair, each GPU's NUMA node;
+- AMD: `amd-smi topology` (first) or `rocm-smi --showtopo`: the link type (XGMI, PCIE), weight and hops of every
+  pair, amd-smi's NUMA bandwidth (`min-max`, as printed), each GPU's PCI address or NUMA node;
 - Neuron: `neuron-ls --json-output`: each device's `connected_to` (NeuronLink), NUMA node, CPU affinity;
 - Gaudi: `hl-smi topo -c -N`: each module's CPU and NUMA affinity; hl-smi prints no link matrix, so no link is
   claimed (the scale-up ports are not in its output);
@@ -64,6 +65,7 @@ class DeviceLink:
     weight: int | None = None  # rocm-smi's weight
     hops: int | None = None
     path: str | None = None  # a PCIe link's path class as nvidia-smi prints it (PIX ... SYS)
+    bandwidth: str | None = None  # amd-smi's NUMA bandwidth, `min-max` as it prints it
 
 
 @frozen
@@ -197,6 +199,82 @@ def parse_rocm_showtopo(text: str) -> Topology:
     return Topology(family="amd", source=ROCM_WHAT, devices=devices, links=tuple(links), notes=tuple(notes))
 
 
+AMD_SMI_WHAT = "amd-smi topology"
+_BDF = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+_TABLE = re.compile(r"\A(?P<title>[A-Z][A-Z -]{0,40}) TABLE:\s*\Z")
+_BANDWIDTH = re.compile(r"\d{1,9}-\d{1,9}")
+
+
+def parse_amd_smi_topology(text: str) -> Topology:
+    """`amd-smi topology` (its tables by PCI address): LINK TYPE (required), WEIGHT, HOPS, NUMA BW."""
+    tables: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = _TABLE.match(line.strip())
+        if match:
+            current = tables.setdefault(match["title"], [])
+        elif not line.strip() or line.strip().startswith("Legend"):
+            current = None  # a table ends at a blank line, the next table or the legend
+        elif current is not None:
+            current.append(line)
+    kinds = tables.get("LINK TYPE")
+    if kinds is None:
+        raise ParseError(f"{AMD_SMI_WHAT}: expected a 'LINK TYPE TABLE:', found {excerpt(text)}")
+    buses, types = _bdf_matrix(kinds, "LINK TYPE")
+    ids = {bus: f"GPU{i}" for i, bus in enumerate(buses)}
+    weights = _bdf_matrix(tables["WEIGHT"], "WEIGHT")[1] if "WEIGHT" in tables else {}
+    hops = _bdf_matrix(tables["HOPS"], "HOPS")[1] if "HOPS" in tables else {}
+    bandwidth = _bdf_matrix(tables["NUMA BW"], "NUMA BW")[1] if "NUMA BW" in tables else {}
+    links, notes = [], []
+    for (a, b), cell in sorted(types.items()):
+        if buses.index(a) >= buses.index(b):
+            continue
+        kind = _ROCM_KINDS.get(cell.upper())
+        if kind is None:
+            notes.append(f"{AMD_SMI_WHAT}: {a}-{b}: unknown link type {excerpt(cell)}; that link is unknown")
+            continue
+        weight, hop, bw = weights.get((a, b), ""), hops.get((a, b), ""), bandwidth.get((a, b), "")
+        links.append(
+            DeviceLink(
+                a=ids[a],
+                b=ids[b],
+                kind=kind,
+                weight=int(weight) if weight.isdigit() and len(weight) < 7 else None,
+                hops=int(hop) if hop.isdigit() and len(hop) < 7 else None,
+                bandwidth=bw if _BANDWIDTH.fullmatch(bw) else None,
+            )
+        )
+    devices = tuple(DeviceNode(id=ids[bus], index=i, bus=bus.lower()) for i, bus in enumerate(buses))
+    return Topology(family="amd", source=AMD_SMI_WHAT, devices=devices, links=tuple(links), notes=tuple(notes))
+
+
+def _bdf_matrix(lines: Sequence[str], what: str) -> tuple[list[str], dict[tuple[str, str], str]]:
+    header = lines[0].split() if lines else []
+    if not header or not all(_BDF.fullmatch(token) for token in header) or len(header) > MAX_DEVICES:
+        raise ParseError(
+            f"{AMD_SMI_WHAT}: {what}: expected a header of PCI addresses, found {excerpt(' '.join(header))}"
+        )
+    rows: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        tokens = line.split()
+        if tokens and tokens[0] in header:
+            if len(tokens) != len(header) + 1:
+                raise ParseError(
+                    f"{AMD_SMI_WHAT}: {what}: row {tokens[0]}: expected {len(header)} cells, found {excerpt(line)}"
+                )
+            rows[tokens[0]] = tokens[1:]
+    missing = [bus for bus in header if bus not in rows]
+    if missing:
+        raise ParseError(f"{AMD_SMI_WHAT}: {what}: no row for {', '.join(missing)} (output cut short?)")
+    cells = {
+        (row, column): value
+        for row, values in rows.items()
+        for column, value in zip(header, values, strict=True)
+        if row != column
+    }
+    return header, cells
+
+
 def _rocm_sections(text: str) -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
@@ -320,6 +398,7 @@ def neutral(outputs: Mapping[str, Mapping[str, str]], tpu_chips: int, tpu_shape:
 
     readers: dict[tuple[str, str], Callable[[str], Topology]] = {
         ("nvidia", "nvidia-smi-topo"): lambda text: from_nvidia(parse_nvidia_topo(text)),
+        ("amd", "amd-smi-topology"): parse_amd_smi_topology,
         ("amd", "rocm-smi-topo"): parse_rocm_showtopo,
         ("neuron", "neuron-ls"): lambda text: from_neuron(parse_neuron_ls_json(text, [])),
         ("gaudi", "hl-smi-topo"): parse_hl_topo,
@@ -327,7 +406,7 @@ def neutral(outputs: Mapping[str, Mapping[str, str]], tpu_chips: int, tpu_shape:
     found: dict[str, Any] = {}
     for (family, key), read in readers.items():
         text = outputs.get(family, {}).get(key)
-        if text:
+        if text and (family not in found or "error" in found[family]):  # amd-smi answered: rocm-smi is not read
             try:
                 found[family] = read(text).as_json()
             except ParseError as error:

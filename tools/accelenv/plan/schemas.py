@@ -246,7 +246,7 @@ def inspect_schema() -> Json:
                     "min_nvlinks, links, numa_affinity) or gpu_error, infiniband devices (name, active, efa, "
                     "link_layer, rate), peermem, tpu_topology, and devices: family -> the neutral topology "
                     "(host/links.py: devices with numa, cpu_affinity, bus, nearest nics; links with kind nvlink, "
-                    "xgmi, neuronlink or pcie and count, weight, hops or path where the tool says; groups; "
+                    "xgmi, neuronlink or pcie and count, weight, hops, bandwidth or path where the tool says; groups; "
                     "scale_up; links_known; shape) or {error}."
                 ),
             },
