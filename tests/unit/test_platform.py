@@ -3,7 +3,7 @@ operator's facts file and variables, Kubernetes' downward-API labels, and how an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 from hostkit import make_root
@@ -20,9 +20,6 @@ from accelenv.host.platform import (
     platform_json,
 )
 from accelenv.host.root import Root
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 @pytest.mark.parametrize(
@@ -120,3 +117,35 @@ def test_facts_are_of_a_facts_shape_and_the_first_source_wins() -> None:
 def test_a_snapshots_platform_is_refused_fact_by_fact() -> None:
     assert facts_of({"facts": {"rack": "r1", "zone": 'x"\ny: z', "Bad": "1"}}) == {"rack": "r1"}
     assert facts_of({"facts": ["r1"]}) == {}
+
+
+def test_a_facts_file_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    import os
+
+    root = make_root(tmp_path)
+    (root / "etc/accelenv").mkdir(parents=True)
+    os.mkfifo(root / "etc/accelenv/facts.toml")  # nobody writes to it: a read would block forever
+    answer = operator_facts(Root(root), {})
+    assert answer.status == "refused"
+    assert answer.why.startswith("/etc/accelenv/facts.toml cannot be read: ")
+
+
+def test_inspect_json_carries_platform_and_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import json
+
+    import jsonschema
+
+    from accelenv.cli import main
+    from accelenv.plan.schemas import inspect_schema
+
+    root = make_root(tmp_path, files={"/etc/accelenv/facts.toml": '[facts]\nrack = "r12"\n'})
+    monkeypatch.delenv("ACCELENV_FACTS", raising=False)
+    monkeypatch.setenv("ACCELENV_FACT_BLOCK", "b3")
+    out = io.StringIO()
+    matrix = str(Path(__file__).resolve().parents[2] / "matrix.toml")
+    assert main(["--matrix", matrix, "inspect", "--json", "--root", str(root)], out=out) == 0
+    data = json.loads(out.getvalue())
+    assert data["platform"]["facts"] == {"block": "b3", "rack": "r12"}
+    assert [s["source"] for s in data["platform"]["sources"]] == ["operator", "kubernetes"]
+    jsonschema.Draft202012Validator(inspect_schema()).validate(data)

@@ -135,8 +135,9 @@ def operator_facts(root: Root, environ: Mapping[str, str]) -> SourceAnswer:
     named = environ.get(FACTS_VARIABLE, "").strip()
     path = named or FACTS_FILE
     text = root.read_text(path)
-    if text is None and named:
-        problems.append(f"{path} ({FACTS_VARIABLE}) cannot be read")
+    why = _unreadable(root, path)
+    if text is None and (named or why):
+        problems.append(f"{path}{f' ({FACTS_VARIABLE})' if named else ''} cannot be read{f': {why}' if why else ''}")
     elif text is not None:
         try:
             data = tomllib.loads(text[:MAX_FILE])
@@ -177,10 +178,11 @@ def kubernetes_facts(root: Root, environ: Mapping[str, str]) -> SourceAnswer:
     path = named or POD_LABELS_FILE
     text = root.read_text(path)
     if text is None:
-        if named:
-            return SourceAnswer(
-                source="kubernetes", status="refused", why=f"{path} ({POD_LABELS_VARIABLE}) cannot be read"
-            )
+        why = _unreadable(root, path)
+        if named or why:
+            named_by = f" ({POD_LABELS_VARIABLE})" if named else ""
+            reason = f"{path}{named_by} cannot be read{f': {why}' if why else ''}"
+            return SourceAnswer(source="kubernetes", status="refused", why=reason)
         return SourceAnswer(source="kubernetes", status="absent", why=f"no downward-API labels file at {path}")
     said = {}
     for line in text[:MAX_FILE].splitlines():
@@ -190,6 +192,12 @@ def kubernetes_facts(root: Root, environ: Mapping[str, str]) -> SourceAnswer:
     if not said:
         return SourceAnswer(source="kubernetes", status="answered", why=f"{path} has none of the topology labels")
     return checked("kubernetes", said)
+
+
+def _unreadable(root: Root, path: str) -> str | None:
+    """Why the root could not read `path` when it exists (a FIFO, permission denied, too large), else None."""
+    clean = "/" + "/".join(part for part in path.split("/") if part)
+    return root.unreadable.get(clean)
 
 
 # ---- all of it -------------------------------------------------------------------------------------------------
