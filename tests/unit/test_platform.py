@@ -149,3 +149,22 @@ def test_inspect_json_carries_platform_and_devices(tmp_path: Path, monkeypatch: 
     assert data["platform"]["facts"] == {"block": "b3", "rack": "r12"}
     assert [s["source"] for s in data["platform"]["sources"]] == ["operator", "kubernetes"]
     jsonschema.Draft202012Validator(inspect_schema()).validate(data)
+
+
+def test_a_platform_fact_cannot_say_what_only_the_node_says(tmp_path: Path) -> None:
+    from accelenv.check.node_labels import labels_for
+    from accelenv.matrix import load_matrix
+
+    matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
+    from accelenv.host.discover import discover
+    from accelenv.host.run import ToolRunner
+
+    report = discover(matrix, root=Root(make_root(tmp_path)), runner=ToolRunner(), environ={}, families=[])
+    found, notes = labels_for(matrix, report, metadata={"sku": "h100-sxm", "nvlink-domain": "x.1", "rack": "r1"})
+    assert "accelenv.io/sku" not in found.labels
+    assert "accelenv.io/nvlink-domain" not in found.labels
+    assert found.labels["accelenv.io/rack"] == "r1"
+    assert notes == [
+        "platform fact nvlink-domain ignored: only the node says its nvlink-domain",
+        "platform fact sku ignored: only the node says its sku",
+    ]

@@ -43,11 +43,11 @@ FORMATS = ("json", "ray", "ray-env", "nfd")
 # the label a placement group packs on, per topology (`topology_strategy={DOMAIN_KEY: "STRICT_PACK"}`)
 NVLINK_DOMAIN = PREFIX + "nvlink-domain"
 GPU_DOMAIN = RESERVED + "gpu-domain"  # Ray's topology label for an NVLink domain: the one ray.io/ key written
-# platform domains a placement group can pack on (facts of host/platform.py, under accelenv.io/)
-RACK, BLOCK, PLACEMENT_GROUP, ZONE = (PREFIX + n for n in ("rack", "block", "placement-group", "zone"))
 TPU_SLICE = PREFIX + "tpu-slice"
 # what `check --ray` compares for drift: the labels that say what the node is, and the env verdicts
 FACT_KEYS = ("family", "sku", "arch", "devices", "device-memory-mib", "driver", "runtime")
+# names only the node itself says: a platform fact of one of these names (an operator's `sku`) is not a label
+OWN_NAMES = (*FACT_KEYS, "nvlink-cluster", "nvlink-clique", "nvlink-domain", "scale-up", "scale-up-devices")
 
 
 @frozen
@@ -134,7 +134,8 @@ def node_labels(
         raw.update({PREFIX + k: str(v) for k, v in tpu.items() if v})
     raw.update(_scale_up(report, family))
     for name, value in sorted((metadata or {}).items()):
-        raw.setdefault(PREFIX + name, value)  # the node's own word (TPU_NAME, ...) first
+        if name not in OWN_NAMES:
+            raw.setdefault(PREFIX + name, value)  # the node's own word (TPU_NAME, ...) first
     return labelled(raw)
 
 

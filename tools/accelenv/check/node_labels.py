@@ -64,7 +64,10 @@ def labels_for(
     be read (the fabric of an NVIDIA host)."""
     family = host_family(matrix, report)
     verdicts = {env.id: check(matrix, env, report) for env in environments(matrix, family, chosen)}
-    notes: list[str] = []
+    from accelenv.check.labels import OWN_NAMES
+
+    notes = [f"platform fact {name} ignored: only the node says its {name}" for name in sorted(metadata or {})
+             if name in OWN_NAMES]  # fmt: skip
     domain = None
     if fabric and family == "nvidia":
         domain, why = fabric_domain(report, runner)
