@@ -4,8 +4,8 @@ with the connection closed, and says so with the URL and the limit (issue 14's n
 
 The table below is every client that talks to a server: the index client's three kinds of answer, each release
 source `outdated` reads, `refresh`'s libtpu line, `pin`'s digest and token, the OCI index publisher's manifest,
-token and PUT, the GCE metadata fetch and the .deb download. `test_every_exchange_goes_through_netio` keeps it
-that way: a request made anywhere else in the package fails it.
+token and PUT, the GCE metadata fetch, the AWS and Azure metadata sources and the .deb download.
+`test_every_exchange_goes_through_netio` keeps it that way: a request made anywhere else in the package fails it.
 """
 
 from __future__ import annotations
@@ -130,6 +130,22 @@ def _metadata(server: HostileServer, timeout: float, tmp: Path) -> str | None:
     return None
 
 
+def _cloud(cloud: str) -> Ask:
+    """AWS IMDSv2 (its token PUT is the hostile exchange) or Azure IMDS, pointed at the server by the variable the
+    cloud's SDK reads: the source says it gave nothing, and why, instead of an error."""
+
+    def ask(server: HostileServer, timeout: float, tmp: Path) -> str | None:
+        from accelenv.host import metadata
+
+        metadata.TIMEOUT = timeout  # restored by the `clients` fixture
+        answer = metadata.ask(cloud, {metadata.OVERRIDES[cloud]: f"{server.url}/h"})  # type: ignore[arg-type,index]
+        assert answer.status in ("no-answer", "refused", "bad-answer"), answer
+        assert answer.facts == {}
+        return None
+
+    return ask
+
+
 def _deb(server: HostileServer, timeout: float, tmp: Path) -> str | None:
     from accelenv.build.context import BuildError, fetch_debs
     from accelenv.plan.lock import OsLock, OsPackage
@@ -192,6 +208,8 @@ CLIENTS = [
     Client(name="index publisher: token", ask=_publish("t/a"), cap=64 * 1024),
     Client(name="index publisher: PUT", ask=_publish("p/a", put=True), cap=4 * MiB),
     Client(name="metadata", ask=_metadata, cap=64 * 1024, says="nothing"),
+    Client(name="metadata: AWS IMDSv2 token", ask=_cloud("aws"), cap=64 * 1024, says="nothing"),
+    Client(name="metadata: Azure IMDS", ask=_cloud("azure"), cap=64 * 1024, says="nothing"),
     Client(name="build: .deb download", ask=_deb, cap=DEB_SIZE, says="deb"),
 ]  # fmt: skip
 

@@ -24,7 +24,7 @@ from accelenv.check.labels import (
     node_labels,
     render,
 )
-from accelenv.check.node_labels import cloud_metadata, fabric_domain, labels_for
+from accelenv.check.node_labels import fabric_domain, labels_for
 from accelenv.errors import UsageError
 from accelenv.host.discover import discover
 from accelenv.host.fabric import parse_fabric
@@ -196,6 +196,7 @@ FACTS = {
         "devices": "1",
         "device-memory-mib": "32768",
         "driver": "2.31.7.0",
+        "scale-up-devices": "1",  # neuron-ls -j's one device: a group of one (host/links.py)
     },
     "gaudi": {
         "family": "gaudi",
@@ -267,6 +268,7 @@ def test_gb200_nvl72_fabric_gives_the_nvlink_domain(tmp_path: Path, matrix: Matr
     assert found[P + "nvlink-cluster"] == "7c3e9a4b-51d2-4f08-b6e1-2a9d0c5f8e13"
     assert found[P + "nvlink-clique"] == "32766"
     assert found[P + "nvlink-domain"] == "7c3e9a4b-51d2-4f08-b6e1-2a9d0c5f8e13.32766"
+    assert found["ray.io/gpu-domain"] == found[P + "nvlink-domain"]  # Ray's topology label, from the verified fabric
 
 
 @pytest.mark.parametrize(
@@ -280,7 +282,7 @@ def test_gb200_nvl72_fabric_gives_the_nvlink_domain(tmp_path: Path, matrix: Matr
 )
 def test_real_captures_without_a_multi_node_fabric_have_no_domain(tmp_path: Path, matrix: Matrix, name: str) -> None:
     found = labels(matrix, make("h100", tmp_path, matrix), fabric=capture(name))
-    assert not [k for k in found if "nvlink" in k]
+    assert not [k for k in found if "nvlink" in k or "gpu-domain" in k]
 
 
 @pytest.mark.parametrize(
@@ -449,17 +451,6 @@ def test_an_unknown_format_is_refused() -> None:
 )
 def test_drift(recorded: dict[str, str], now: dict[str, str], changes: list[str]) -> None:
     assert drift(recorded, now) == changes
-
-
-def test_metadata_becomes_instance_type_and_zone() -> None:
-    said = {
-        "instance/machine-type": "projects/1/machineTypes/a3-highgpu-8g",
-        "instance/zone": "projects/1/zones/us-central1-a",
-    }
-    assert cloud_metadata(said.get) == {"instance-type": "a3-highgpu-8g", "zone": "us-central1-a"}
-    assert cloud_metadata(lambda key: None) == {}
-    tpu = {"instance/attributes/instance-id": "my-slice", "instance/attributes/agent-worker-number": "3"}
-    assert cloud_metadata(tpu.get, tpu=True) == {"tpu-slice": "my-slice", "tpu-worker-id": "3"}
 
 
 def test_the_nodes_own_word_comes_before_the_metadata_servers(tmp_path: Path, matrix: Matrix) -> None:

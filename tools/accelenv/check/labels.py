@@ -4,8 +4,14 @@ A view, not a new judge: every `accelenv.io/env.<ENV>` label is the verdict of t
 that environment, and the facts are the report's. Keys and values follow the label syntax Ray 2.60 checks
 (`ray/_private/label_utils.py`) and Kubernetes requires: a name of at most 63 characters of `[A-Za-z0-9._-]`,
 alphanumeric at both ends, under the `accelenv.io/` prefix. A value that does not fit (a driver string with `+`,
-a long product name) is encoded deterministically (`encode_value`); no `ray.io/` key is ever made (Ray reserves
-it, and a `--labels-file` key there would override Ray's own label).
+a long product name) is encoded deterministically (`encode_value`).
+
+One key under `ray.io/` is written, `ray.io/gpu-domain`, and only from a verified multi-node NVLink fabric (every GPU
+registered, one cluster UUID and clique): Ray's own recipe for GB200/GB300 packs on it
+(`placement_group(..., topology_strategy={"ray.io/gpu-domain": "STRICT_PACK"})`), Ray 2.60 does not detect it (its
+documentation has users set it by hand), and Ray 2.60 accepts it from `ray start --labels-file` (only the label
+syntax is checked there). Every other `ray.io/` key is Ray's own and never made: a `--labels-file` key there would
+override Ray's label.
 """
 
 from __future__ import annotations
@@ -36,9 +42,12 @@ DIGEST = 10  # hex characters of sha256 that mark an encoded value
 FORMATS = ("json", "ray", "ray-env", "nfd")
 # the label a placement group packs on, per topology (`topology_strategy={DOMAIN_KEY: "STRICT_PACK"}`)
 NVLINK_DOMAIN = PREFIX + "nvlink-domain"
+GPU_DOMAIN = RESERVED + "gpu-domain"  # Ray's topology label for an NVLink domain: the one ray.io/ key written
 TPU_SLICE = PREFIX + "tpu-slice"
 # what `check --ray` compares for drift: the labels that say what the node is, and the env verdicts
 FACT_KEYS = ("family", "sku", "arch", "devices", "device-memory-mib", "driver", "runtime")
+# names only the node itself says: a platform fact of one of these names (an operator's `sku`) is not a label
+OWN_NAMES = (*FACT_KEYS, "nvlink-cluster", "nvlink-clique", "nvlink-domain", "scale-up", "scale-up-devices")
 
 
 @frozen
@@ -65,6 +74,8 @@ def encode_value(text: str) -> str:
 def key_problem(key: str) -> str | None:
     """Why `key` is not a label key accelenv may emit (Ray's and Kubernetes' rules, and never `ray.io/`)."""
     prefix, slash, name = key.rpartition("/")
+    if key == GPU_DOMAIN:
+        return None
     if key.startswith(RESERVED) or prefix == RESERVED.rstrip("/"):
         return f"{key}: the {RESERVED} prefix is Ray's own"
     if slash and (len(prefix) > 253 or not _PREFIX.fullmatch(prefix)):
@@ -87,8 +98,8 @@ def node_labels(
     metadata: Mapping[str, str] | None = None,
 ) -> LabelSet:
     """The label set of one node: what it is (from `report`), one verdict per environment (from the findings
-    `check` returned for it), the topology domains it belongs to, and what the platform said (`metadata`:
-    instance-type, zone, placement)."""
+    `check` returned for it), the topology domains it belongs to, and what the platform said (`metadata`: the
+    facts of `host/platform.py`: instance-type, zone, placement-group, rack, block, pod, ...)."""
     raw: dict[str, str] = {PREFIX + "family": family}
     acc = report.accelerator(family)
     if acc is not None and acc.devices:
@@ -115,14 +126,30 @@ def node_labels(
         raw[PREFIX + "nvlink-cluster"] = nvlink.cluster_uuid
         raw[PREFIX + "nvlink-clique"] = nvlink.clique_id
         raw[NVLINK_DOMAIN] = nvlink.name
+        raw[GPU_DOMAIN] = nvlink.name  # only from a verified fabric (`fabric.nvlink_domain`)
     if family == "tpu":
         env = report.environment
         tpu = {"tpu-slice": env.get("TPU_NAME"), "tpu-worker-id": env.get("TPU_WORKER_ID")}
         tpu["tpu-topology"] = report.topology.get("tpu_topology") or tpu_topology(env)
         raw.update({PREFIX + k: str(v) for k, v in tpu.items() if v})
+    raw.update(_scale_up(report, family))
     for name, value in sorted((metadata or {}).items()):
-        raw.setdefault(PREFIX + name, value)  # the node's own word (TPU_NAME, ...) first
+        if name not in OWN_NAMES:
+            raw.setdefault(PREFIX + name, value)  # the node's own word (TPU_NAME, ...) first
     return labelled(raw)
+
+
+def _scale_up(report: HostReport, family: str) -> dict[str, str]:
+    """From the neutral topology (host/links.py): the link kind one scale-up group of all devices shares
+    (`scale-up`: nvlink, xgmi, neuronlink, ici) and the size of the largest group (`scale-up-devices`)."""
+    devices = report.topology.get("devices")
+    topo = devices.get(family) if isinstance(devices, dict) else None
+    if not isinstance(topo, dict) or not isinstance(topo.get("groups"), list) or not topo.get("links_known", True):
+        return {}
+    found = {PREFIX + "scale-up-devices": str(max((len(g) for g in topo["groups"] if isinstance(g, list)), default=0))}
+    if isinstance(topo.get("scale_up"), str):
+        found[PREFIX + "scale-up"] = topo["scale_up"]
+    return found
 
 
 def labelled(raw: Mapping[str, str]) -> LabelSet:

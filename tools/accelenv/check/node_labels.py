@@ -1,6 +1,6 @@
 """The edge of `accelenv labels`: which family a host is, the checks whose verdicts become labels, the NVLink
-fabric (one more `nvidia-smi -q` on NVIDIA hosts), and what the cloud's metadata server says when asked. The label
-set itself is `check.labels`, pure."""
+fabric (one more `nvidia-smi -q` on NVIDIA hosts); what the platform says is the report's (`host/platform.py`).
+The label set itself is `check.labels`, pure."""
 
 from __future__ import annotations
 
@@ -10,20 +10,12 @@ from accelenv.check.checks import check
 from accelenv.check.labels import LabelSet, node_labels
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from accelenv.host.fabric import NvlinkDomain
     from accelenv.host.report import HostReport
     from accelenv.host.run import Runner
     from accelenv.matrix.model import Environment, Matrix
-
-# GCE metadata keys (under computeMetadata/v1/) -> label names; the values are paths whose last part is the name
-METADATA_KEYS = {"instance/machine-type": "instance-type", "instance/zone": "zone"}
-# on a Cloud TPU VM, where Ray 2.60 (tpu.py) reads the slice name and worker id when TPU_NAME/TPU_WORKER_ID are unset
-TPU_METADATA_KEYS = {
-    "instance/attributes/instance-id": "tpu-slice",
-    "instance/attributes/agent-worker-number": "tpu-worker-id",
-}
 
 
 def host_family(matrix: Matrix, report: HostReport) -> str:
@@ -59,17 +51,6 @@ def fabric_domain(report: HostReport, runner: Runner | None) -> tuple[NvlinkDoma
         return None, str(error)
 
 
-def cloud_metadata(fetch: Callable[[str], str | None], *, tpu: bool = False) -> dict[str, str]:
-    """What the metadata server says about placement: instance type and zone (the last part of each path), and on
-    a TPU host the slice name and worker id."""
-    found = {}
-    for key, name in (METADATA_KEYS | (TPU_METADATA_KEYS if tpu else {})).items():
-        value = fetch(key)
-        if value:
-            found[name] = value.strip().rsplit("/", 1)[-1][:200]
-    return found
-
-
 def labels_for(
     matrix: Matrix,
     report: HostReport,
@@ -83,7 +64,10 @@ def labels_for(
     be read (the fabric of an NVIDIA host)."""
     family = host_family(matrix, report)
     verdicts = {env.id: check(matrix, env, report) for env in environments(matrix, family, chosen)}
-    notes: list[str] = []
+    from accelenv.check.labels import OWN_NAMES
+
+    notes = [f"platform fact {name} ignored: only the node says its {name}" for name in sorted(metadata or {})
+             if name in OWN_NAMES]  # fmt: skip
     domain = None
     if fabric and family == "nvidia":
         domain, why = fabric_domain(report, runner)

@@ -1,5 +1,6 @@
 """The interconnect: what an environment `requires` beyond devices (NVLink between GPU pairs, GPUDirect RDMA,
-InfiniBand or EFA ports, a TPU slice's shape), judged from the topology summary discovery made of the host.
+InfiniBand or EFA ports, a TPU slice's shape, one scale-up group of any family: `scale_up`, `scale_up_devices`),
+judged from the topology summary discovery made of the host.
 Nothing is asked of an environment that requires none of it.
 """
 
@@ -77,6 +78,52 @@ def topology(env: Environment, report: HostReport) -> Iterator[Finding]:
             bad="the TPU slice shape differs",
             fix="use a slice of the declared topology (TPU_TOPOLOGY, the host bounds)",
         )
+    yield from scale_up(env, report)
+
+
+def scale_up(env: Environment, report: HostReport) -> Iterator[Finding]:
+    """What `requires.scale_up` / `scale_up_devices` ask of the neutral topology (host/links.py) of the env's family."""
+    need = env.requires
+    if not need.scale_up and not need.scale_up_devices:
+        return
+    wanted = " and ".join(
+        part
+        for part in (
+            f"every device on {need.scale_up}" if need.scale_up else "",
+            f"at least {need.scale_up_devices} devices in one scale-up group" if need.scale_up_devices else "",
+        )
+        if part
+    )
+    devices = report.topology.get("devices")
+    topo = devices.get(env.family) if isinstance(devices, dict) else None
+    if not isinstance(topo, dict) or "error" in topo or not isinstance(topo.get("groups"), list):
+        why = topo.get("error") if isinstance(topo, dict) else None
+        yield _judged(
+            "topology.scale_up",
+            False,
+            expected=wanted,
+            found="unknown",
+            good="",
+            bad=f"the device topology could not be read: {why or 'no topology of ' + env.family + ' devices'}",
+            fix="run where the family's topology tool answers (nvidia-smi topo -m, rocm-smi --showtopo, neuron-ls)",
+        )
+        return
+    groups = [g for g in topo["groups"] if isinstance(g, list)]
+    largest = max((len(g) for g in groups), default=0)
+    kind = topo.get("scale_up")
+    ok = (not need.scale_up or kind == need.scale_up) and largest >= (need.scale_up_devices or 0)
+    found = (
+        f"{len(topo.get('devices', []))} devices, scale-up groups of {', '.join(str(len(g)) for g in groups) or '0'}"
+    )
+    yield _judged(
+        "topology.scale_up",
+        ok,
+        expected=wanted,
+        found=found + (f", all on {kind}" if kind else ""),
+        good="the devices are joined as required",
+        bad="the devices are not joined as required",
+        fix="run on a system whose devices share one scale-up fabric (NVLink, xGMI, NeuronLink, ICI)",
+    )
 
 
 def _judged(fid: str, ok: bool, *, expected: str, found: str, good: str, bad: str, fix: str) -> Finding:

@@ -62,6 +62,9 @@ COMMANDS: dict[str, Entry] = {
     "labels": Entry(
         "labels", "Node labels for Ray and Kubernetes: what this host is, and check's verdict on each environment."
     ),
+    "metrics": Entry(
+        "labels", "Prometheus metrics of check's verdicts, devices, driver and the newest record's figures."
+    ),
     # generated files: accelenv.cli.lock, accelenv.cli.generate
     "lock": Entry("lock", "Resolve each environment's pins with uv into envs/<env>/requirements.lock, with hashes."),
     "render": Entry(

@@ -109,17 +109,24 @@ def host_options(p: argparse.ArgumentParser, *, snapshot: bool) -> None:
     p.add_argument(
         "--metadata",
         action="store_true",
-        help="also ask the cloud's metadata server (GCE: machine type, zone, TPU type and slice; 2 s)",
+        help="also ask the metadata server of the cloud the host is on (DMI; GCE, AWS IMDSv2, Azure IMDS: instance "
+        "type, zone, placement; 1 s a request); a host of no cloud asks nobody",
     )
     if snapshot:
         p.add_argument("--snapshot", metavar="FILE", help="judge a saved snapshot instead of this host")
 
 
 def host_report(
-    args: argparse.Namespace, matrix: Matrix, families: list[str] | None = None, *, topology: bool = True
+    args: argparse.Namespace,
+    matrix: Matrix,
+    families: list[str] | None = None,
+    *,
+    topology: bool = True,
+    platform: bool = False,
 ) -> HostReport:
     """The report to judge: a snapshot when given, else what discovery sees now (through --root and PATH);
-    `topology=False` when the caller will not look at the interconnect summary."""
+    `topology=False` when the caller will not look at the interconnect summary; `platform=True` to read what only
+    the platform knows (the operator's facts, Kubernetes' labels, and with --metadata the cloud's server)."""
     if getattr(args, "snapshot", None):
         from accelenv.host.snapshot import load_snapshot
 
@@ -128,20 +135,31 @@ def host_report(
     from accelenv.host.root import Root
     from accelenv.host.run import ToolRunner
 
+    root = Root.from_option(args.root)
     fetch = None
     if args.metadata:
-        from accelenv.host.metadata import fetch_metadata
+        from accelenv.host.metadata import clouds_to_ask, fetch_metadata
+        from accelenv.host.platform import dmi_fields, identify
 
-        fetch = fetch_metadata
-    return discover(
+        cloud, _ = identify(dmi_fields(root), root.read_value("/sys/hypervisor/uuid"))
+        fetch = fetch_metadata if "gce" in clouds_to_ask(cloud, os.environ) else None  # no cloud: nobody asked
+    report = discover(
         matrix,
-        root=Root.from_option(args.root),
+        root=root,
         runner=ToolRunner(timeout=args.timeout),
         environ=os.environ,
         families=families,
         fetch_metadata=fetch,
         topology=topology,
     )
+    if not platform:
+        return report
+    from accelenv import records
+    from accelenv.host.metadata import gather
+
+    tpu_here = report.accelerator("tpu")
+    tpu = tpu_here is not None and bool(tpu_here.devices)
+    return records.replace(report, platform=gather(root, os.environ, clouds=bool(args.metadata), tpu=tpu))
 
 
 def snapshot_file(path: Path) -> Path:

@@ -45,7 +45,8 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.host.root import Root
 
     matrix = matrix_of(args)
-    report = host_report(args, matrix, args.family or None, topology=args.json)  # the text shows no topology
+    # the text shows no topology and no platform
+    report = host_report(args, matrix, args.family or None, topology=args.json, platform=args.json)
     if args.json:
         from accelenv.cluster.accelerator_types import expected_ray
 
@@ -114,7 +115,11 @@ def snapshot(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.host.snapshot import save_snapshot
 
     matrix = matrix_of(args)
-    report = host_report(args, matrix)
+    report = host_report(args, matrix, platform=True)
+    from accelenv.host.fabric import with_fabric_output
+    from accelenv.host.run import ToolRunner
+
+    report = with_fabric_output(report, ToolRunner(timeout=args.timeout))  # what replaying the NVLink domain needs
     target = Path(args.output)
     save_snapshot(report, target)
     out.write(
@@ -142,6 +147,12 @@ def check_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--jsonl", metavar="FILE", help="with --ray: one JSON line per node, for CI artefacts")
     p.add_argument(
+        "--format",
+        choices=("text", "json", "html"),
+        default="text",
+        help="text (default), json (as --json), or with --ray html: the cluster drawn, one offline page",
+    )
+    p.add_argument(
         "--host-only",
         action="store_true",
         help="only what the host decides (hardware, driver, runtime, visible devices): before installing the pins",
@@ -162,6 +173,10 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     env = get_env(matrix, args.env)
     if args.ray is not None:
         return _check_ray(args, matrix, env.id, out)
+    if args.format == "html":
+        from accelenv.errors import UsageError
+
+        raise UsageError("check --format html draws a Ray cluster: give it with --ray [ADDRESS]")
     from accelenv.matrix.model import Requires
 
     report = host_report(args, matrix, [env.family], topology=env.requires != Requires())
@@ -180,7 +195,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
         ]
     source = f"snapshot {args.snapshot}" if args.snapshot else f"host (root {report.root})"
     result = verdict_json(env.id, found, source=source)
-    if args.json:
+    if args.json or args.format == "json":
         dump_json(result, out)
     else:
         out.write(f"accelenv check {env.id} on {source}\n")
@@ -199,13 +214,21 @@ def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
     counts = [
         f"{cluster['conforming']} of {cluster['nodes']} nodes conform to {env_id}",
         f"{len(cluster['unreachable'])} unreachable ({len(cluster['dead'])} dead)",
-        f"{len(cluster['differ_from_majority'])} differ from the majority",
     ]
+    if cluster.get("disagreements"):
+        counts.append("no majority: the nodes disagree")
+    else:
+        counts.append(f"{len(cluster['differ_from_majority'])} differ from the majority")
     if cluster["drained"]:
         counts.append(f"{len(cluster['drained'])} drained, not counted")
     lines = ["; ".join(counts)]
     for node_id, differences in sorted(cluster["differences"].items()):
         lines.append(f"  {node_id[:12]}: " + "; ".join(differences))
+    for label, said in cluster.get("disagreements", {}).items():
+        lines.append(f"  {label}: " + ", ".join(f"{v} ({n[:12]})" for n, v in sorted(said.items())))
+    for domain in cluster.get("domains", []):
+        state = "; ".join(domain["problems"]) or "complete, agreeing"
+        lines.append(f"{domain['kind']} {domain['name']}: {len(domain['nodes'])} node(s); {state}")
     return "\n".join(lines) + "\n"
 
 
@@ -222,7 +245,11 @@ def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextI
     if args.jsonl:
         lines = (json.dumps(redact_json(r.as_json()), sort_keys=True) + "\n" for r in results)
         write_atomic(Path(args.jsonl), "".join(lines))
-    if args.json:
+    if args.format == "html":
+        from accelenv.cluster.view import render_page
+
+        out.write(render_page(env_id, cluster, [r.as_json() for r in results]))
+    elif args.json or args.format == "json":
         dump_json({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
     else:
         rows = [

@@ -58,6 +58,8 @@ def answer_problem(data: object) -> str | None:
         return "labels is not a mapping"
     if not all(isinstance(k, str) and isinstance(v, str) and len(k) <= 317 and len(v) <= 63 for k, v in labels.items()):
         return "labels holds something other than label keys and values"
+    if not isinstance(data.get("topology", {}), dict):
+        return "topology is not a mapping"  # its contents are drawn by cluster/view.py, which bounds and escapes them
     expected = data.get("ray_expected")
     if expected is not None and not (
         isinstance(expected, dict)

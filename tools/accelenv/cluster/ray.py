@@ -65,6 +65,8 @@ class NodeResult:
     problems: list[str] = field(default_factory=list)  # Ray's view against the node's
     checks: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    labels: dict[str, str] = field(default_factory=dict)  # the node's domain labels in Ray (cluster/domains.py)
+    topology: dict[str, Any] = field(default_factory=dict)  # the node's devices and links (host/links.py)
 
     @property
     def signature(self) -> tuple[object, ...]:
@@ -97,7 +99,6 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
     from accelenv.host.discover import discover
     from accelenv.host.root import Root
     from accelenv.host.run import ToolRunner
-    from accelenv.matrix.model import Requires
 
     if delay:
         time.sleep(delay)
@@ -110,7 +111,7 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
         runner=ToolRunner(),
         environ=os.environ,
         families=[env.family],
-        topology=env.requires != Requires(),  # the interconnect is read only when the environment asks for it
+        topology=True,  # the devices and their links, for the cluster view (sysfs reads; the tools ran anyway)
     )
     findings = check(matrix, env, report)
     acc = report.accelerator(env.family)
@@ -125,6 +126,7 @@ def _check_here(matrix_text: str, env_id: str, root: str, delay: float) -> dict[
         "verdict": str(verdict(findings)),
         "checks": [f.as_json() for f in findings],
         "devices": len(acc.devices) if acc else 0,
+        "topology": (report.topology.get("devices") or {}).get(env.family) or {},
         "driver": acc.driver_version if acc else None,
         "skus": sorted({d.sku or d.name or "unknown" for d in acc.devices}) if acc else [],
         "seconds": time.monotonic() - start,
@@ -343,6 +345,8 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResu
         problems=problems,
         checks=checks,
         seconds=float(data["seconds"]),
+        labels=_domain_labels(node),
+        topology=dict(data["topology"]) if isinstance(data.get("topology"), dict) else {},
     )
 
 
@@ -360,6 +364,7 @@ def _dead(node: dict[str, Any], *, during: str | None = None) -> NodeResult:
         reachable=False,
         verdict="drained" if drained else "dead",
         problems=[said] + ([f"during the check: {during}"] if during else []),
+        labels=_domain_labels(node),  # a dead node still belongs to its domain, which misses it
     )
 
 
@@ -370,17 +375,36 @@ def _unreachable(node: dict[str, Any], reason: str) -> NodeResult:
         reachable=False,
         verdict="unreachable",
         problems=[reason],
+        labels=_domain_labels(node),
     )
 
 
+def _domain_labels(node: dict[str, Any]) -> dict[str, str]:
+    """The labels that place a node in a domain (and say a domain's size or a slice's shape)."""
+    from accelenv.cluster.domains import DOMAIN_KEYS
+
+    wanted = {key for keys in DOMAIN_KEYS.values() for key in keys}
+    return {
+        k: v
+        for k, v in node_labels_of(node).items()
+        if k in wanted or (k.endswith("-size") and k.startswith("accelenv.io/")) or k == "accelenv.io/tpu-topology"
+    }
+
+
 def summary(results: list[NodeResult]) -> dict[str, Any]:
-    """Cluster view: nodes (drained ones are not counted), conforming nodes, unreachable and dead ones, and the nodes
-    that differ from the majority, in driver, device count, SKUs or any check, with what differs."""
+    """Cluster view: nodes (drained ones are not counted), conforming nodes, unreachable and dead ones, the nodes
+    that differ from the majority (in driver, device count, SKUs or any check, with what differs), and the domains
+    the nodes form (cluster/domains.py). The majority is the signature more nodes share than any other, and at least
+    two: where there is none (two nodes disagreeing one to one, a tie), no node is named as differing, and
+    `disagreements` says what splits them."""
+    from accelenv.cluster.domains import domains, members_of
+
     counted = [r for r in results if r.verdict != "drained"]
     reachable = [r for r in counted if r.reachable]
-    majority = Counter(r.signature for r in reachable).most_common(1)
-    usual = majority[0][0] if majority else None
-    differing = [r for r in reachable if r.signature != usual]
+    top = Counter(r.signature for r in reachable).most_common(2)
+    ahead = len(top) == 1 or (len(top) == 2 and top[0][1] > top[1][1])
+    usual = top[0][0] if top and ahead and (top[0][1] >= 2 or len(reachable) == 1) else None
+    differing = [r for r in reachable if r.signature != usual] if usual is not None else []
     return {
         "nodes": len(counted),
         "conforming": sum(1 for r in counted if r.verdict in CONFORMING),
@@ -390,6 +414,21 @@ def summary(results: list[NodeResult]) -> dict[str, Any]:
         "majority": _plain(usual) if usual is not None else None,
         "differ_from_majority": [r.node_id for r in differing],
         "differences": {r.node_id: _differences(r.signature, usual) for r in differing if usual is not None},
+        "disagreements": _disagreements(reachable) if usual is None else {},
+        "domains": domains(members_of(results, {r.node_id: r.labels for r in results})),
+    }
+
+
+def _disagreements(nodes: list[NodeResult]) -> dict[str, dict[str, str]]:
+    """With no majority: each fact or check on which the nodes do not all agree -> node id -> its value."""
+    values: dict[str, dict[str, str]] = {}
+    for r in nodes:
+        facts = {"driver": str(r.driver), "devices": str(r.devices), "skus": ", ".join(r.skus)}
+        facts.update({str(k): str(v) for k, v in r.signature[3]})  # type: ignore[attr-defined]
+        for label, value in facts.items():
+            values.setdefault(label, {})[r.node_id] = value
+    return {
+        label: said for label, said in sorted(values.items()) if len(set(said.values())) > 1 or len(said) != len(nodes)
     }
 
 

@@ -130,6 +130,13 @@ def discover(
         from accelenv.host.topology import summary as topology_summary
 
         summary = topology_summary(root, environ, topo.stdout if topo is not None and topo.ok else None)
+        from accelenv.host.links import neutral
+
+        said = {f: {k: r.stdout for k, r in rs.items() if r.ok} for f, rs in results.items()}
+        tpu = next((len(a.devices) for a in accelerators if a.family == "tpu"), 0)
+        devices = neutral(said, tpu, summary.get("tpu_topology") if tpu else None)  # type: ignore[arg-type]
+        if devices:
+            summary["devices"] = devices
     host_os, host_limits, host_container = os_info(root), limits(root), container(root, runner)
     return HostReport(
         topology=summary,

@@ -10,9 +10,14 @@ running the tool is the caller's job (`accelenv labels`, which asks for it only 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from accelenv.host.facts import ParseError
 from accelenv.records import frozen
+
+if TYPE_CHECKING:
+    from accelenv.host.report import HostReport
+    from accelenv.host.run import Runner
 
 ARGS = ["-q"]  # nvidia-smi arguments whose output `parse_fabric` reads
 RAW_KEY = "nvidia-smi-q"  # the key of that output among a report's raw tool results, when a snapshot has it
@@ -108,3 +113,14 @@ def nvlink_domain(gpus: tuple[GpuFabric, ...]) -> NvlinkDomain | None:
 
 def _word(value: str | None) -> str | None:
     return value if value and re.fullmatch(r"[A-Za-z][A-Za-z ]{0,40}", value) else None
+
+
+def with_fabric_output(report: HostReport, runner: Runner) -> HostReport:
+    """`report` with the raw `nvidia-smi -q` output (under `RAW_KEY`) on a host with NVIDIA devices, so a snapshot
+    can replay the NVLink domain; unchanged elsewhere, or when it already has it."""
+    from accelenv import records
+
+    nvidia = report.accelerator("nvidia")
+    if nvidia is None or not nvidia.devices or RAW_KEY in report.raw:
+        return report
+    return records.replace(report, raw={**report.raw, RAW_KEY: runner.run(["nvidia-smi", *ARGS])})

@@ -116,6 +116,8 @@ class HostReport:
     # host paths that exist but could not be read (permission denied, a FIFO, over 4 MiB ...) -> why: what they hold
     # is unknown, which the checker says rather than judging the host as if they were absent
     unreadable: dict[str, str] = field(default_factory=dict)
+    # what only the platform knows (host/platform.py): cloud, facts, and what every source said; empty when not read
+    platform: dict[str, Any] = field(default_factory=dict)
 
     def accelerator(self, family: str) -> Accelerator | None:
         return next((a for a in self.accelerators if a.family == family), None)
@@ -139,6 +141,8 @@ class HostReport:
             "topology": self.topology,
             "unreadable": dict(sorted(self.unreadable.items())),
         }
+        if self.platform:
+            data["platform"] = self.platform
         if raw:
             data["raw"] = {key: result.as_json() for key, result in sorted(self.raw.items())}
         return data
@@ -174,6 +178,7 @@ class HostReport:
             topology=dict(data.get("topology", {})),
             raw={k: ToolResult.from_json(v) for k, v in data.get("raw", {}).items()},
             unreadable={str(k): str(v) for k, v in data.get("unreadable", {}).items()},
+            platform=dict(data.get("platform") or {}),
         )
 
 

@@ -335,6 +335,8 @@ class Requires:
     efa: bool = False
     tpu_topology: str | None = None
     memlock_unlimited: bool = False
+    scale_up: str | None = None  # every device in one scale-up group of this link kind (nvlink, xgmi, neuronlink, ici)
+    scale_up_devices: int | None = None  # at least this many devices in one scale-up group
 
 
 class FrameworkSource(StrEnum):

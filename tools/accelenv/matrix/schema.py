@@ -268,6 +268,15 @@ def _env() -> Json:
                         "a shape such as 2x2x1",
                     ),
                     "memlock_unlimited": flag("Locked memory is unlimited (RDMA registrations need it)."),
+                    "scale_up": choice(
+                        "Every device in one scale-up group joined by this link kind (the neutral topology).",
+                        ["nvlink", "xgmi", "neuronlink", "ici"],
+                    ),
+                    "scale_up_devices": {
+                        "type": "integer",
+                        "minimum": 2,
+                        "description": "At least this many devices in one scale-up group (an xGMI hive).",
+                    },
                 },
             ),
             "ci_runner": array(

@@ -57,6 +57,44 @@ _CDI_SPEC: Json = {
 }
 
 
+_PLATFORM: Json = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": (
+        "What only the platform knows (labels, inspect and snapshot read it): the cloud the DMI fields name, the "
+        "facts (operator first, then Kubernetes, then the cloud's metadata server), where each came from, and "
+        "what every source said."
+    ),
+    "properties": {
+        "cloud": {"type": ["string", "null"], "enum": ["gce", "aws", "azure", None], "description": "From DMI."},
+        "evidence": {"type": "string", "description": "The DMI fields that named the cloud, or why none did."},
+        "facts": {"type": "object", "additionalProperties": {"type": "string"}, "description": "name -> value."},
+        "origin": {"type": "object", "additionalProperties": {"type": "string"}, "description": "name -> source."},
+        "sources": {
+            "type": "array",
+            "description": "Every source, answered or not.",
+            "items": {
+                "type": "object",
+                "description": "One source's answer.",
+                "additionalProperties": False,
+                "required": ["source", "status", "why", "facts"],
+                "properties": {
+                    "source": {"type": "string", "description": "operator, kubernetes, gce, aws, azure."},
+                    "status": {
+                        "type": "string",
+                        "enum": ["answered", "not-asked", "no-answer", "refused", "bad-answer", "absent"],
+                        "description": "What happened.",
+                    },
+                    "why": {"type": "string", "description": "Why it gave nothing (or a partial answer)."},
+                    "facts": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Given."},
+                    "rejected": {"type": "array", "items": {"type": "string"}, "description": "Facts refused."},
+                },
+            },
+        },
+    },
+}
+
+
 def _strings(description: str) -> Json:
     return {"type": "array", "description": description, "items": {"type": "string"}}
 
@@ -206,9 +244,13 @@ def inspect_schema() -> Json:
                 "description": (
                     "What the host shows of its interconnect: gpu (from nvidia-smi topo -m: gpus, all_pairs_nvlink, "
                     "min_nvlinks, links, numa_affinity) or gpu_error, infiniband devices (name, active, efa, "
-                    "link_layer, rate), peermem, tpu_topology."
+                    "link_layer, rate), peermem, tpu_topology, and devices: family -> the neutral topology "
+                    "(host/links.py: devices with numa, cpu_affinity, bus, nearest nics; links with kind nvlink, "
+                    "xgmi, neuronlink or pcie and count, weight, hops, bandwidth or path where the tool says; groups; "
+                    "scale_up; links_known; shape) or {error}."
                 ),
             },
+            "platform": _PLATFORM,
             "unreadable": _str_map(
                 "Host paths that exist but could not be read (permission denied, a FIFO, too large), and why.",
                 {"type": "string"},
@@ -302,6 +344,13 @@ def cluster_schema() -> Json:
                 ),
             },
             "seconds": {"type": "number", "description": "Time the node's check took."},
+            "labels": _str_map(
+                "The node's labels in Ray that place it in a domain (cluster/domains.py).", {"type": "string"}
+            ),
+            "topology": {
+                "type": "object",
+                "description": "The node's devices and links in the neutral form of inspect's topology.devices.",
+            },
             "signature": {
                 "type": "array",
                 "description": "(driver, device count, SKUs, [check id, status] pairs): what the majority is of.",
@@ -343,6 +392,29 @@ def cluster_schema() -> Json:
                         "Node id -> what differs from the majority: `requirements.pytest: fail (majority: pass)`.",
                         {"type": "array", "items": {"type": "string"}},
                     ),
+                    "disagreements": _str_map(
+                        "With no majority (a signature more nodes share than any other, and at least two): each "
+                        "fact or check the nodes do not agree on -> node id -> its value.",
+                        {"type": "object", "additionalProperties": {"type": "string"}},
+                    ),
+                    "domains": {
+                        "type": "array",
+                        "description": "The domains the nodes form (NVLink domain, rack, block, slice, zone, "
+                        "placement group), each judged whole.",
+                        "items": _obj(
+                            "One domain.",
+                            {
+                                "kind": {"type": "string", "description": "nvlink, rack, block, slice, zone, ..."},
+                                "name": {"type": "string", "description": "The label value that names it."},
+                                "nodes": {"type": "array", "items": {"type": "string"}, "description": "Node ids."},
+                                "verdicts": _str_map("Node id -> verdict.", {"type": "string"}),
+                                "expected": {"type": ["integer", "null"], "description": "Nodes it should hold."},
+                                "expected_from": {"type": "string", "description": "Where that figure comes from."},
+                                "complete": {"type": "boolean", "description": "Every node it should hold answers."},
+                                "problems": _strings("incomplete: ...; divided: drivers/verdicts ..."),
+                            },
+                        ),
+                    },
                 },
             ),
             "nodes": {"type": "array", "description": "One entry per node.", "items": node},

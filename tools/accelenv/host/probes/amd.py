@@ -371,10 +371,13 @@ class AmdProbe:
             "amd-smi-static": ["amd-smi", "static", "--json"],
             "amd-smi-version": ["amd-smi", "version"],
             "rocm-smi": ["rocm-smi", *ROCM_SMI_ARGS],
+            "amd-smi-topology": ["amd-smi", "topology"],  # the xGMI links (host/links.py)
+            "rocm-smi-topo": ["rocm-smi", "--showtopo"],  # the same, where amd-smi is not installed
         }
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
-        errors = tool_errors(results)
+        topology = ("amd-smi-topology", "rocm-smi-topo")  # links (host/links.py): not a fault of the devices' facts
+        errors = tool_errors({k: v for k, v in results.items() if k not in topology})
         kernel = ctx.root.read_value("/proc/sys/kernel/osrelease")
         devices: tuple[DeviceFacts, ...] = ()
         source: str | None = None

@@ -179,10 +179,15 @@ class GaudiProbe:
     family = FAMILY
 
     def commands(self) -> dict[str, list[str]]:
-        return {"hl-smi-query": ["hl-smi", *hl_smi_args()], "hl-smi": ["hl-smi"]}
+        # `topo -c -N`: each module's CPU and NUMA affinity (host/links.py)
+        return {
+            "hl-smi-query": ["hl-smi", *hl_smi_args()],
+            "hl-smi": ["hl-smi"],
+            "hl-smi-topo": ["hl-smi", "topo", "-c", "-N"],
+        }
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
-        errors = tool_errors(results)
+        errors = tool_errors({k: v for k, v in results.items() if k != "hl-smi-topo"})  # affinity: not a fault here
         devices = (
             parsed(output(results.get("hl-smi-query")), lambda text: parse_hl_smi_csv(text, notes=errors), errors) or ()
         )

@@ -1,0 +1,130 @@
+"""`check --ray --format html` in a real headless Chromium (Debian's chromium, through the DevTools protocol): the
+cluster's domains as boxes, an incomplete one marked, nodes coloured by verdict with their devices and links drawn
+from real topology captures (an 8x H20 NVLink host, an AMD host with two xGMI hives), and a screenshot the test
+decodes: the failing node's drawing is painted in the fail colour, the passing node's in the pass colour.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from cdp import Browser, find_chromium
+from png import decode
+
+from accelenv import records
+from accelenv.cluster.ray import NodeResult, summary
+from accelenv.cluster.view import COLOURS, render_page
+from accelenv.host.links import from_nvidia, parse_rocm_showtopo
+from accelenv.host.topology import parse_nvidia_topo
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.integration
+DATA = Path(__file__).resolve().parents[1] / "unit/data"
+H20 = from_nvidia(parse_nvidia_topo((DATA / "topo/h20-nv18-8nic.txt").read_text())).as_json()
+AMD = parse_rocm_showtopo(
+    (DATA / "topology/rocm-smi-showtopo__findstring-58579790270__8x-gpu280-two-xgmi-hives.txt").read_text()
+).as_json()
+
+
+def node(name: str, verdict: str, domain: str, topology: dict[str, Any], **labels: str) -> NodeResult:
+    return NodeResult(
+        node_id=name,
+        address="127.0.0.1",
+        reachable=verdict in ("pass", "warn", "fail"),
+        verdict=verdict,
+        devices=len(topology.get("devices", [])),
+        driver="590.48.01",
+        labels={"ray.io/gpu-domain": domain, "accelenv.io/nvlink-domain-size": "3", **labels},
+        topology=topology,
+    )
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is missing (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed")
+    chromium = Browser(executable, tmp_path_factory.mktemp("profile"), timeout=30)
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+
+
+def js(browser: Browser, expression: str) -> Any:
+    return browser.evaluate(f"(() => {{ {expression} }})()")
+
+
+def test_the_cluster_is_drawn(browser: Browser, tmp_path: Path) -> None:
+    results = [
+        node("aaaa-good", "pass", "u.1", H20),
+        node("bbbb-fail", "fail", "u.1", H20),
+        node("cccc-good", "pass", "u.2", H20),
+        node("dddd-good", "pass", "u.2", H20),
+        node("eeee-good", "pass", "u.2", H20),
+        records.replace(node("ffff-dead", "dead", "u.1", {}), reachable=False),
+        node("gggg-amd", "warn", "u.3", AMD, **{"accelenv.io/nvlink-domain-size": "1"}),
+    ]
+    view = summary(results)
+    page = tmp_path / "cluster.html"
+    page.write_text(render_page("gpu-nvidia-cu132", view, [r.as_json() for r in results]), encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    assert "<script" not in text  # offline, one file
+    assert "http" not in text
+
+    browser.open("about:blank")
+    browser.open(page.as_uri(), width=1400, height=1000)
+    domains = js(
+        browser,
+        "return [...document.querySelectorAll('.domain')]"
+        ".map(d => [d.querySelector('h3').textContent, d.dataset.state]);",
+    )
+    assert domains == [["nvlink u.1", "problem"], ["nvlink u.2", "ok"], ["nvlink u.3", "ok"]]  # u.1: 2 of 3 answer
+    problems = js(browser, "return [...document.querySelectorAll('.domain .problem')].map(p => p.textContent);")
+    assert problems[0].startswith("incomplete: 2 of 3 nodes answer")
+    assert "divided: verdicts" in " ".join(problems)
+    verdicts = js(browser, "return [...document.querySelectorAll('.node')].map(n => n.dataset.verdict);")
+    assert verdicts == ["pass", "fail", "dead", "pass", "pass", "pass", "warn"]
+    links = js(
+        browser, "return [...document.querySelectorAll('.node')].map(n => n.querySelectorAll('line.link').length);"
+    )
+    assert links[:2] == [28, 28]  # 8 GPUs, every pair on NVLink
+    assert links[-1] == 28  # 12 xGMI and 16 PCIe paths
+    kinds = js(
+        browser,
+        "return [...document.querySelectorAll('.node')].at(-1).querySelectorAll('line[data-kind=xgmi]').length;",
+    )
+    assert kinds == 12
+
+    def box(index: int) -> dict[str, float]:
+        found: dict[str, float] = js(
+            browser,
+            f"const r = document.querySelectorAll('.node svg')[{index}].getBoundingClientRect();"
+            "return {x: r.x, y: r.y, w: r.width, h: r.height};",
+        )
+        return found
+
+    good, bad = box(0), box(1)
+    shot = browser.screenshot()
+    (tmp_path / "cluster.png").write_bytes(shot)
+    if os.environ.get("ACCELENV_SCREENSHOTS"):
+        (Path(os.environ["ACCELENV_SCREENSHOTS"]) / "cluster.png").write_bytes(shot)
+    image = decode(shot)
+    assert len(image.colours()) > 20  # not a blank page
+
+    def share(area: dict[str, float], colour: str) -> float:
+        rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        pixels = image.region(int(area["x"]), int(area["y"]), int(area["w"]), int(area["h"]))
+        return sum(all(abs(p[i] - rgb[i]) <= 24 for i in range(3)) for p in pixels) / len(pixels)
+
+    assert share(good, COLOURS["pass"]) > 0.05
+    assert share(good, COLOURS["fail"]) == 0
+    assert share(bad, COLOURS["fail"]) > 0.05
+    assert share(bad, COLOURS["pass"]) == 0
