@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 
-PASS = "def test_ok():\n    assert True\n"
+PASSING = "def test_ok():\n    assert True\n"
 FAIL = "def test_bad():\n    assert 1 == 2\n"
 NO_DEVICE = "import pytest\n\n" + "".join(
     f"def test_device_{i}():\n    pytest.skip('no device here: the host has no nvidia device')\n\n" for i in range(10)
@@ -43,14 +43,14 @@ SKIPPED = "import pytest\n\ndef test_skipped():\n    pytest.skip('not today')\n"
 
 # env, test files, expected record outcome, expected pytest exit status, expected `results` state, results exit
 CASES = [
-    ("passed", "cpu-py311", [PASS], "passed", 0, "passed", 0),
-    ("failed", "cpu-py311", [PASS, FAIL], "failed", 1, "failed", 1),
-    ("not-proven", "gpu-nvidia-cu132", [PASS] * 4 + [NO_DEVICE], "not_proven", 0, "not proven", 0),
-    ("ctrl-c", "cpu-py311", [PASS, CTRL_C], "incomplete", 2, "incomplete", 1),
-    ("pytest-exit", "cpu-py311", [PASS, EXIT], "incomplete", 2, "incomplete", 1),
-    ("import-error", "cpu-py311", [PASS, IMPORT_ERROR], "failed", 2, "failed", 1),
-    ("killed", "cpu-py311", [PASS, KILLED], "incomplete", -9, "incomplete", 1),
-    ("upstream-defect", "cpu-py311", [PASS, DEFECT], "failed", 1, "failed", 1),
+    ("passed", "cpu-py311", [PASSING], "passed", 0, "passed", 0),
+    ("failed", "cpu-py311", [PASSING, FAIL], "failed", 1, "failed", 1),
+    ("not-proven", "gpu-nvidia-cu132", [PASSING] * 4 + [NO_DEVICE], "not_proven", 0, "not proven", 0),
+    ("ctrl-c", "cpu-py311", [PASSING, CTRL_C], "incomplete", 2, "incomplete", 1),
+    ("pytest-exit", "cpu-py311", [PASSING, EXIT], "incomplete", 2, "incomplete", 1),
+    ("import-error", "cpu-py311", [PASSING, IMPORT_ERROR], "failed", 2, "failed", 1),
+    ("killed", "cpu-py311", [PASSING, KILLED], "incomplete", -9, "incomplete", 1),
+    ("upstream-defect", "cpu-py311", [PASSING, DEFECT], "failed", 1, "failed", 1),
     ("nothing-tested", "cpu-py311", [SKIPPED], "failed", 1, "failed", 1),
 ]
 
@@ -91,14 +91,11 @@ def _accelenv(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env=environ, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
 
 
-@pytest.mark.parametrize(
-    ("env_id", "files", "outcome", "status", "state", "results_status"),
-    [c[1:] for c in CASES],
-    ids=[c[0] for c in CASES],
-)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_every_view_of_a_run_says_the_same(
-    tmp_path: Path, env_id: str, files: list[str], outcome: str, status: int, state: str, results_status: int
+    tmp_path: Path, case: tuple[str, str, list[str], str, int, str, int]
 ) -> None:
+    _, env_id, files, outcome, status, state, results_status = case
     done, results = _run(tmp_path, env_id, files)
     output = done.stdout + done.stderr
     assert done.returncode == status, output[-3000:]
@@ -132,7 +129,7 @@ def test_every_view_of_a_run_says_the_same(
 
 
 def test_a_named_upstream_defect_is_a_failure_with_its_cause(tmp_path: Path) -> None:
-    done, results = _run(tmp_path, "cpu-py311", [PASS, DEFECT])
+    done, results = _run(tmp_path, "cpu-py311", [PASSING, DEFECT])
     assert done.returncode == 1
     record = json.loads(next(results.glob("*.result.json")).read_text())
     (failed,) = [t for t in record["tests"] if t["outcome"] == "failed"]
