@@ -39,7 +39,12 @@ def record(**changes: Any) -> dict[str, Any]:
         "check": {"verdict": "pass", "failed": []},
         "outcome": "passed",
         "tests": [
-            {"id": f"tests/devices/test_conformance_{kind}.py::test_y", "outcome": "passed", "reason": None, "seconds": 1}
+            {
+                "id": f"tests/devices/test_conformance_{kind}.py::test_y",
+                "outcome": "passed",
+                "reason": None,
+                "seconds": 1,
+            }
             for kind in ("distributed", "recovery", "perf")
         ],
         "perf": [

@@ -307,20 +307,23 @@ RECORD_LINES = [
         "not_proven",
         "no nvidia device here: 10 device test(s) skipped as asked (--skip-missing-hardware), 4 passed",
         False,
-        "cpu: NOT PROVEN: no nvidia device here: 10 device test(s) skipped as asked (--skip-missing-hardware), "
-        "4 passed",
+        (
+            "cpu: NOT PROVEN: no nvidia device here: 10 device test(s) skipped as asked (--skip-missing-hardware), "
+            "4 passed"
+        ),
     ),
     ("failed", "1 test(s) did not pass", True, "cpu: FAILED: 1 test(s) did not pass"),
     ("incomplete", "the run was cut short (KeyboardInterrupt: ) before it completed", True, "cpu: INCOMPLETE: the run"),
 ]
 
 
-@pytest.mark.parametrize(("outcome", "note", "fails", "start"), RECORD_LINES, ids=[r[0] for r in RECORD_LINES])
+@pytest.mark.parametrize("case", RECORD_LINES, ids=[r[0] for r in RECORD_LINES])
 def test_the_session_ends_on_the_records_state(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, outcome: str, note: str | None, fails: bool, start: str
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: tuple[str, str | None, bool, str]
 ) -> None:
     """Whatever the outcome, the session's last line is the record's state in the record's words, and names the
     record; a failed or cut-short run fails the session, a not-proven one (skipped as asked) does not."""
+    outcome, note, fails, start = case
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("ACCELENV_RESULTS", raising=False)
     closing: list[str] = []
@@ -332,15 +335,18 @@ def test_the_session_ends_on_the_records_state(
         root=tmp_path,
         record=data,
     )
-    run = lambda: run_environment(  # noqa: E731
-        session,
-        SHIPPED,
-        "cpu-py311",
-        REPO,
-        find_python=lambda v: "/py",
-        tally_root=tmp_path,
-        on_closing_line=closing.append,
-    )
+
+    def run() -> None:
+        run_environment(
+            session,
+            SHIPPED,
+            "cpu-py311",
+            REPO,
+            find_python=lambda v: "/py",
+            tally_root=tmp_path,
+            on_closing_line=closing.append,
+        )
+
     if fails:
         with pytest.raises(nox.command.CommandFailed):
             run()

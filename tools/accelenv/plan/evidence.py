@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
     from accelenv.results.record import Record, Refused
 
+__all__ = ["DECLARED", "FAILED", "PROVEN", "Evidence", "View", "html_section", "markdown_section", "view"]
 DECLARED = "declared only"
 FAILED, INCOMPLETE, NOT_PROVEN, REGRESSED = "failed", "incomplete", "not proven", "regressed"
 

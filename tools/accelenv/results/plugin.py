@@ -169,8 +169,10 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
     run = _RUNS[-1] if _RUNS else None
-    if excinfo.typename == "Interrupted" and run is not None and any(
-        t["outcome"] == "error" for t in run.tests.values()
+    if (
+        excinfo.typename == "Interrupted"
+        and run is not None
+        and any(t["outcome"] == "error" for t in run.tests.values())
     ):
         return  # pytest stops after a test file did not import: that file's error fails the run
     if run is not None:
