@@ -45,7 +45,7 @@ def generate(folder: Path, count: int, *, seed: int = 34) -> None:
     now = time.time() - 3600
     for n in range(count):
         env = envs[n % len(envs)]
-        sku = env.skus[(n // len(envs)) % len(env.skus)]
+        sku: str | None = env.skus[(n // len(envs)) % len(env.skus)]
         devices = 0 if env.family == "cpu" else rng.choice((1, 8))
         started = now - rng.uniform(0, 60) * DAY
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
