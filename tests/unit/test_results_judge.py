@@ -331,3 +331,60 @@ def test_nodes_show_their_last_job_and_silent_ones_are_named(tmp_path: Path) -> 
     assert by["node-b"]["last_pass"] == records[2]["id"]
     assert by["node-b"]["verdicts"] == {"gpu-nvidia-cu132": "fail"}
     assert code == 1
+
+
+RUNNERS = [
+    ({"RUNNER_NAME": "gpu-node-07", "BUILDKITE_AGENT_NAME": "bk-1"}, "gpu-node-07"),
+    ({"BUILDKITE_AGENT_NAME": "bk-agent-3"}, "bk-agent-3"),
+    ({"RUNNER_NAME": "runner ghp_" + "a" * 36}, "runner <redacted>"),
+    ({"RUNNER_NAME": "node\x1b[31m-red"}, "node[31m-red"),
+]
+
+
+@pytest.mark.parametrize(("environ", "name"), RUNNERS, ids=["github", "buildkite", "token", "control"])
+def test_the_runner_is_named_and_redacted(environ: dict[str, str], name: str) -> None:
+    from accelenv.results.plugin import runner_name
+
+    assert runner_name(environ) == name
+    assert runner_name({}) is not None  # the host name
+
+
+def test_both_validators_refuse_what_the_schema_refuses(tmp_path: Path) -> None:
+    """fastjsonschema's compiled check and jsonschema read the schema alike, booleans as numbers included."""
+    from jsonschema import Draft202012Validator
+
+    from accelenv.results.record import _schema_problem
+    from accelenv.results.schema import result_schema
+
+    full = Draft202012Validator(result_schema())
+    for change in (
+        {"host__device_count": True},
+        {"perf__0__value": False},
+        {"runner": "a\nb"},
+        {"tests__0__defect": {"url": "http://x", "description": "d"}},
+        {"perf__0__spread": -1},
+        {"outcome": "proven"},
+        {"note": 3},
+    ):
+        data = rec()
+        for key, value in change.items():
+            _set(data, key, value)
+        assert not full.is_valid(data), change
+        assert _schema_problem(data) is not None, change
+    assert _schema_problem(rec()) is None
+
+
+def test_the_page_shows_earned_maturity_nodes_and_the_lock_of_each_proof(tmp_path: Path) -> None:
+    from accelenv.plan.page import html_page
+
+    read = [record_of(rec(runner="node-a"), "x", MATRIX), record_of(rec(runner="node-b", days_ago=3), "y", MATRIX)]
+    section = "\n".join(html_section(MATRIX, read, [], locks=LOCKS, now=NOW))
+    assert "<b>NVIDIA GPU</b>: beta" in section
+    assert "<b>AMD Instinct GPU</b>: declared" in section
+    assert '<th scope="row">node-a</th>' in section
+    assert '<th scope="row">node-b</th>' in section
+    assert f"lock {str(LOCKS['gpu-nvidia-cu132'])[:12]}" in section
+    page = html_page(MATRIX, evidence=section.splitlines(), tiers={"nvidia": "beta"})
+    assert 'class="badge maturity-beta"' in page
+    assert 'class="badge maturity-declared"' in page  # every family without records
+    assert 'class="badge maturity-stable"' not in page  # what matrix.toml claims is not shown as earned
