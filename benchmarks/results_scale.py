@@ -4,7 +4,8 @@ Generates N records (default 10,000) spread over the shipped matrix's NVIDIA, AM
 SKUs, on 40 runners, over 60 days: each with the three conformance tests and three figures (with spread), one in
 twenty failed, one in fifty incomplete, one in fifty not proven (no device). Then times, median of --repeat runs:
   - json.load of every file (what a script that only reads them would do: the floor);
-  - `accelenv results DIR --json` (read, validate against the schema and the matrix, judge, compare, maturity);
+  - `accelenv results DIR --json` (read, validate against the schema and the matrix, judge, compare, maturity),
+    and the same as text;
   - `accelenv report --format html --results DIR` (the page with its Evidence section);
 and reports each as milliseconds and as a ratio to the floor, and the page's size against the page without records.
 
@@ -144,6 +145,7 @@ def main() -> int:
         assert not judged["refused"], judged["refused"][:3]
         floor = timed(args.repeat, plain)
         results = timed(args.repeat, lambda: run("results", str(folder), "--json"))
+        text = timed(args.repeat, lambda: run("results", str(folder)))
         page = run("report", "--format", "html", "--results", str(folder))
         page_time = timed(args.repeat, lambda: run("report", "--format", "html", "--results", str(folder)))
         bare = run("report", "--format", "html")
@@ -153,6 +155,8 @@ def main() -> int:
             "json_load_ms": round(floor * 1000, 1),
             "results_ms": round(results * 1000, 1),
             "results_ratio": round(results / floor, 2),
+            "results_text_ms": round(text * 1000, 1),
+            "results_text_ratio": round(text / floor, 2),
             "page_ms": round(page_time * 1000, 1),
             "page_ratio": round(page_time / floor, 2),
             "page_bytes": len(page.encode("utf-8")),
@@ -166,6 +170,8 @@ def main() -> int:
         print(f"{figures['records']} records ({figures['bytes_of_records'] / 2**20:.1f} MiB), {figures['nodes']} nodes")
         print(f"  json.load of every file      {figures['json_load_ms']:>9.1f} ms   1.00x")
         print(f"  accelenv results --json      {figures['results_ms']:>9.1f} ms   {figures['results_ratio']:.2f}x")
+        text_ms, text_ratio = figures["results_text_ms"], figures["results_text_ratio"]
+        print(f"  accelenv results (text)      {text_ms:>9.1f} ms   {text_ratio:.2f}x")
         print(f"  accelenv report --results    {figures['page_ms']:>9.1f} ms   {figures['page_ratio']:.2f}x")
         print(
             f"  page: {figures['page_bytes'] / 1024:.0f} KiB "
