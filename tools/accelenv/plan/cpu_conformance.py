@@ -36,6 +36,13 @@ CONFORMANCE = [
 JAX_CONFORMANCE = ["tests/devices/test_conformance_jax.py", "tests/devices/test_cpu_devices.py"]
 
 
+TORCH_VERSION = "import torch; print(torch.__version__)"
+
+
+def _python(venv: Path) -> tuple[str, str]:
+    return (str(venv / "bin" / "python"), "-c")
+
+
 def jax_requirements(matrix: Matrix, python: str) -> list[str]:
     """The jax and jaxlib pins of the TPU environment for `python` (its libtpu is for TPU hosts only)."""
     for env in matrix.envs.values():
@@ -68,23 +75,30 @@ def run_cpu_conformance(
     session.run_install(uv, "pip", "install", "--quiet", *target, "--require-hashes", "-r", str(lock), external=True)
     session.run_install(uv, "pip", "install", "--quiet", *target, "--no-deps", "-e", str(repo), external=True)
     wheel = os.environ.get("ACCELENV_CPU_TORCH_WHEEL")
-    torch = [wheel, "numpy"] if wheel else ["--index-url", TORCH_CPU_INDEX, "torch", "--extra-index-url"]
-    torch += [] if wheel else ["https://pypi.org/simple", "numpy"]
+    source = wheel or TORCH_CPU_INDEX
     tests = CONFORMANCE
     try:
+        # torch from that index alone: another index (PyPI) would give the CUDA build on Linux
+        torch = [wheel] if wheel else ["--index-url", TORCH_CPU_INDEX, "torch"]
         session.run_install(uv, "pip", "install", "--quiet", *target, *torch, external=True)
-        ran = f"torch for the CPU from {wheel or TORCH_CPU_INDEX}"
+        session.run_install(uv, "pip", "install", "--quiet", *target, "numpy", external=True)
+        version = str(session.run(*_python(venv), TORCH_VERSION, external=True, silent=True)).strip()
+        if not version.endswith("+cpu"):
+            session.error(
+                f"{source} gave torch {version}, not a CPU build (+cpu): refusing to run the CPU suite with it; "
+                "set ACCELENV_CPU_TORCH_WHEEL to a torch CPU wheel"
+            )
+        ran = f"torch {version} from {source}"
     except nox.command.CommandFailed:
         jax = jax_requirements(matrix, env.python)
         if not jax:
-            source = wheel or TORCH_CPU_INDEX
             session.error(
                 f"torch could not be installed from {source}, and no TPU environment pins a JAX for Python "
                 f"{env.python}: set ACCELENV_CPU_TORCH_WHEEL to a torch CPU wheel"
             )
         session.warn(
-            f"torch could not be installed from {wheel or TORCH_CPU_INDEX} (unreachable?): running the JAX path "
-            f"instead ({', '.join(jax)} from PyPI, {JAX_CONFORMANCE[0]})"
+            f"torch could not be installed from {source} (unreachable?): running the JAX path instead "
+            f"({', '.join(jax)} from PyPI, {JAX_CONFORMANCE[0]})"
         )
         session.run_install(uv, "pip", "install", "--quiet", *target, *jax, external=True)
         ran, tests = f"the JAX path ({', '.join(jax)} from PyPI), not torch", JAX_CONFORMANCE
