@@ -183,6 +183,8 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
             )
         for n in silent:
             out.write(f"silent node {n.name}: last record {n.last.id} finished {_day(n.last.finished)}\n")
+        for p in pairs.values():
+            out.write(f"{p.sku} x {p.env}: {p.word}{': ' + p.detail if p.detail else ''} ({p.record.id})\n")
         for t in tiers:
             behind = f" ({', '.join(t.records[:3])}{' ...' if len(t.records) > 3 else ''})" if t.records else ""
             out.write(f"maturity {t.family}: {t.tier} (claimed {t.claimed}): {t.why}{behind}\n")
