@@ -96,6 +96,16 @@ def _register(name: str, env_id: str, description: str, variants: tuple[str, ...
     nox.session(name=name, default=False)(body)
 
 
+def _register_cpu_conformance(env_id: str, variants: tuple[str, ...]) -> None:
+    def conformance_cpu(session: nox.Session) -> None:
+        """The conformance suite every accelerator runs, on this CPU, with a result record (docs/results.md)."""
+        from accelenv.plan.cpu_conformance import run_cpu_conformance
+
+        run_cpu_conformance(session, MATRIX, REPO, env_id=env_id, variants=variants, on_closing_line=CLOSING.append)
+
+    nox.session(name="conformance-cpu", default=False)(conformance_cpu)
+
+
 try:
     MATRIX = read_matrix(REPO / "matrix.toml")
 except MatrixInvalidError as error:  # nox -l still works; `accelenv validate` says what is wrong
@@ -103,3 +113,7 @@ except MatrixInvalidError as error:  # nox -l still works; `accelenv validate` s
 else:
     for spec in session_specs(MATRIX):
         _register(spec.name, spec.env, spec.description, spec.variants)
+    for spec in session_specs(MATRIX):
+        if MATRIX.envs[spec.env].family == "cpu":
+            _register_cpu_conformance(spec.env, spec.variants)
+            break

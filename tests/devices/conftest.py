@@ -57,7 +57,7 @@ def not_a_hardware_pass(env_id: str, tally: dict[str, int]) -> str | None:
     if not tally["no_device"]:
         return None
     return (
-        f"{env_id}: NOT a hardware pass: {tally['no_device']} device test(s) skipped, {NO_DEVICE} "
+        f"{env_id}: NOT PROVEN: {tally['no_device']} device test(s) skipped, {NO_DEVICE} "
         f"(--skip-missing-hardware); {tally['passed']} passed"
     )
 

@@ -18,7 +18,7 @@ import jaxkit
 import pytest
 from conformancekit import STEPS, device_holders, median, processes_gone, ray_cluster, restarted
 from devicekit import NO_DEVICE, missing_hardware_allowed, need_module
-from perfkit import REPS, WARMUP, host_sku, report_figure
+from perfkit import REPS, WARMUP, host_sku, report_figure, spread
 
 from accelenv.results.plugin import current_run
 
@@ -140,6 +140,7 @@ def test_jax_all_reduce_bus_bandwidth(expected: Expected, request: pytest.Fixtur
             ray.kill(member)
     value = min(median(v) for v in per_member)  # the slowest member bounds the collective
     figure = {"name": "allreduce_busbw", "value": value, "unit": "GB/s", "dtype": "fp32", "devices": devices}
+    figure["spread"] = spread([min(rep) for rep in zip(*per_member, strict=True)])  # the slowest member, each time
     report_figure(request, expected, None, {**figure, "samples": REPS})
 
 

@@ -25,7 +25,7 @@ from conformancekit import (
     timed,
 )
 from devicekit import Expected, need_devices, need_module
-from perfkit import REPS, WARMUP, host_sku, report_figure
+from perfkit import REPS, WARMUP, host_sku, report_figure, spread
 
 if TYPE_CHECKING:
     from accelenv.matrix import Sku
@@ -94,6 +94,7 @@ def test_matmul_throughput(expected: Expected, request: pytest.FixtureRequest) -
     seconds = timed(lambda: a @ b, sync=on.sync, warmup=WARMUP, reps=REPS)
     tflops = 2 * n**3 / median(seconds) / 1e12
     figure = {"name": "matmul", "value": tflops, "unit": "TFLOP/s", "dtype": dtype, "devices": 1, "samples": REPS}
+    figure["spread"] = spread([2 * n**3 / s / 1e12 for s in seconds])
     report_figure(request, expected, sku, figure)
 
 
@@ -107,6 +108,7 @@ def test_memory_bandwidth(expected: Expected, request: pytest.FixtureRequest) ->
     seconds = timed(lambda: target.copy_(source), sync=on.sync, warmup=WARMUP, reps=REPS)
     gb_s = 2 * size / median(seconds) / 1e9  # a copy reads and writes every byte
     figure = {"name": "memory_bandwidth", "value": gb_s, "unit": "GB/s", "dtype": "fp32", "devices": 1, "samples": REPS}
+    figure["spread"] = spread([2 * size / s / 1e9 for s in seconds])
     report_figure(request, expected, sku, figure)
 
 
@@ -152,5 +154,6 @@ def test_all_reduce_bus_bandwidth(expected: Expected, request: pytest.FixtureReq
         "dtype": "fp32",
         "devices": cluster.members,
         "samples": REPS,
+        "spread": spread([min(rep) for rep in zip(*per_member, strict=True)]),  # the slowest member, each time
     }
     report_figure(request, expected, None, figure)

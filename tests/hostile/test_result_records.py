@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from accelenv.matrix import load_matrix
-from accelenv.plan.evidence import DECLARED, FAILED, PROVEN, evidence, html_section, markdown_section
+from accelenv.plan.evidence import DECLARED, FAILED, PROVEN, html_section, markdown_section, view
 from accelenv.plan.page import html_page
 from accelenv.results.record import Refused, read_record, read_records
 
@@ -38,7 +38,15 @@ def record(**changes: Any) -> dict[str, Any]:
         "host": {"family": "nvidia", "sku": "h200", "device_count": 1, "driver": "595.80", "nodes": 1},
         "check": {"verdict": "pass", "failed": []},
         "outcome": "passed",
-        "tests": [{"id": "tests/devices/test_x.py::test_y", "outcome": "passed", "reason": None, "seconds": 0.5}],
+        "tests": [
+            {
+                "id": f"tests/devices/test_conformance_{kind}.py::test_y",
+                "outcome": "passed",
+                "reason": None,
+                "seconds": 1,
+            }
+            for kind in ("distributed", "recovery", "perf")
+        ],
         "perf": [
             {
                 "name": "matmul",
@@ -128,7 +136,7 @@ def test_a_fifo_a_huge_file_and_binary_are_refused_without_blocking(matrix: Matr
 
 def test_the_same_id_with_other_content_is_refused(matrix: Matrix, tmp_path: Path) -> None:
     write(tmp_path, "a.result.json", record())
-    write(tmp_path, "b.result.json", record(outcome="failed"))
+    write(tmp_path, "b.result.json", record(host__driver="600.10"))
     write(tmp_path, "c.result.json", record())  # a copy (CI artifacts downloaded twice) merges
     records, refused = read_records([tmp_path], matrix, now=NOW)
     assert len(records) == 1
@@ -160,7 +168,7 @@ def test_markup_in_a_record_never_reaches_the_page_as_markup(matrix: Matrix, tmp
 def test_evidence_tells_proven_declared_and_failed_apart(matrix: Matrix) -> None:
     from accelenv.results.record import record_of
 
-    proven = record_of(record(), "p")
+    proven = record_of(record(), "p", matrix)
     failed = record_of(
         record(
             id="gpu-nvidia-cu132-20270111T100000Z-0a1b2c3e",
@@ -170,12 +178,14 @@ def test_evidence_tells_proven_declared_and_failed_apart(matrix: Matrix) -> None
             finished="2027-01-11T10:05:00Z",
         ),
         "f",
+        matrix,
     )
-    got = {(e.sku, e.env): e.status for e in evidence(matrix, [proven, failed])}
+    locks: dict[str, str | None] = {"gpu-nvidia-cu132": "ab" * 32}
+    got = {(e.sku, e.env): e.status for e in view(matrix, [proven, failed], locks=locks, now=NOW).pairs}
     assert got[("h200", "gpu-nvidia-cu132")] == PROVEN
     assert got[("h100-sxm", "gpu-nvidia-cu132")] == FAILED
     assert got[("l4", "gpu-nvidia-cu132")] == DECLARED
-    section = "\n".join(html_section(matrix, [proven, failed], []))
+    section = "\n".join(html_section(matrix, [proven, failed], [], locks=locks, now=NOW))
     assert 'class="ev ev-proven"' in section
     assert 'class="ev ev-declared"' in section
     assert "71% of peak" in section  # 700 of 989.5

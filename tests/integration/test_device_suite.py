@@ -116,13 +116,25 @@ def test_no_device_fails_unless_skipping_was_asked_and_then_says_it_is_not_a_har
     assert tally["failed"] >= 1
     assert tally["no_device"] == 0
 
-    code, output, tally = _suite(env_id, tmp_path, shadow, "--accelenv-allow-missing-hardware")
+    results = tmp_path / "results"
+    code, output, tally = _suite(
+        env_id,
+        tmp_path,
+        shadow,
+        "--accelenv-allow-missing-hardware",
+        "-p",
+        "accelenv.results.plugin",
+        environ={"ACCELENV_RESULTS": str(results)},
+    )
     assert code == 0, output[-3000:]
     assert tally["failed"] == 0
     assert tally["passed"] == 0
     assert tally["no_device"] >= 2
+    (record,) = [json.loads(p.read_text()) for p in results.glob("*.result.json")]  # the record says the same
+    assert (record["outcome"], record["host"]["sku"], record["host"]["device_count"]) == ("not_proven", None, 0)
+    assert f"{tally['no_device']} device test(s) skipped as asked" in record["note"]
     assert output.rstrip().splitlines()[-1] == (
-        f"{env_id}: NOT a hardware pass: {tally['no_device']} device test(s) skipped, no device here "
+        f"{env_id}: NOT PROVEN: {tally['no_device']} device test(s) skipped, no device here "
         "(--skip-missing-hardware); 0 passed"
     )
 
@@ -135,4 +147,4 @@ def test_the_cpu_suite_passes_with_its_framework(tmp_path: Path) -> None:
     code, output, tally = _suite(_default("cpu"), tmp_path, tmp_path / "nothing-shadowed")
     assert code == 0, output[-3000:]
     assert (tally["passed"], tally["failed"], tally["no_device"]) == (1, 0, 0)
-    assert "NOT a hardware pass" not in output
+    assert "NOT PROVEN" not in output

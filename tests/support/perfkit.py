@@ -25,6 +25,14 @@ class PerformanceWarning(UserWarning):
     """A conformance figure below the environment's stated fraction of the SKU's peak, or without a peak."""
 
 
+def spread(values: list[float]) -> float:
+    """(max - min) / median of a figure's timed repetitions: a drop within it is noise (docs/results.md)."""
+    import statistics
+
+    middle = statistics.median(values) if values else 0.0
+    return (max(values) - min(values)) / middle if len(values) > 1 and middle > 0 else 0.0
+
+
 def report_figure(
     request: pytest.FixtureRequest, expected: Expected, sku: Sku | None, figure: dict[str, Any], *, share: float = 1.0
 ) -> Figure:

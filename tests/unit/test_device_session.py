@@ -5,6 +5,7 @@ must show to count (a tally with something tested; a not-a-hardware-pass line af
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import NoReturn
@@ -14,7 +15,7 @@ import pytest
 from reference import REFERENCE_MATRIX
 
 from accelenv.matrix import load_matrix
-from accelenv.plan.device_session import closing_line, run_environment, tally_problem
+from accelenv.plan.device_session import closing_line, record_line, run_environment, tally_problem
 from accelenv.plan.interpreters import candidates
 from accelenv.plan.sessions import python_variants, session_specs
 
@@ -36,12 +37,14 @@ class FakeSession:
         check_json: object = None,
         failing: tuple[str, ...] = (),
         root: Path | None = None,
+        record: dict[str, object] | None = None,
     ) -> None:
         self.posargs = posargs or []
         self.name = "cpu"
         self.calls: list[tuple[str, ...]] = []
         self.virtualenv = SimpleNamespace(location="/nox/cpu")
         self.tally, self.check_json, self.failing, self.root = tally, check_json, failing, root
+        self.record = record  # a result record the pytest run writes (before it fails, when it fails)
 
     def error(self, message: str) -> NoReturn:
         raise RuntimeError(message)
@@ -68,6 +71,10 @@ class FakeSession:
     ) -> object:
         self.calls.append(("run", *args))
         words = " ".join(Path(a).name if a.startswith("/") else a for a in args)
+        if "pytest" in args and self.record is not None and self.root is not None:
+            folder = self.root / "results"
+            folder.mkdir(exist_ok=True)
+            (folder / f"{self.record['id']}.result.json").write_text(json.dumps(self.record))
         if any(words.startswith(f) for f in self.failing):
             raise nox.command.CommandFailed(f"{words} failed")
         if "--json" in args:
@@ -163,7 +170,7 @@ def test_no_device_skips_end_on_a_line_that_is_not_a_hardware_pass(
         tally_root=tmp_path,
         on_closing_line=closing.append,
     )
-    line = "cpu: NOT a hardware pass: 4 device test(s) skipped, no device here (--skip-missing-hardware); 0 passed"
+    line = "cpu: NOT PROVEN: 4 device test(s) skipped, no device here (--skip-missing-hardware); 0 passed"
     assert closing == [line]
     assert session.calls[-1] == ("warn", line)
     assert closing_line("gpu-amd", PASSED) is None
@@ -282,3 +289,78 @@ def test_interpreters_behind_a_refusing_pyenv_shim_are_found(tmp_path: Path, mon
         "pyenv/versions/3.13.2/bin/python3.13",
         "pyenv/versions/3.13.0/bin/python3.13",
     ]
+
+
+def _record(outcome: str, note: str | None) -> dict[str, object]:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return {
+        "id": f"cpu-py311-{stamp}-0a1b2c3d",
+        "outcome": outcome,
+        "note": note,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+RECORD_LINES = [
+    ("passed", None, False, "cpu: passed"),
+    (
+        "not_proven",
+        "no nvidia device here: 10 device test(s) skipped as asked (--skip-missing-hardware), 4 passed",
+        False,
+        (
+            "cpu: NOT PROVEN: no nvidia device here: 10 device test(s) skipped as asked (--skip-missing-hardware), "
+            "4 passed"
+        ),
+    ),
+    ("failed", "1 test(s) did not pass", True, "cpu: FAILED: 1 test(s) did not pass"),
+    ("incomplete", "the run was cut short (KeyboardInterrupt: ) before it completed", True, "cpu: INCOMPLETE: the run"),
+]
+
+
+@pytest.mark.parametrize("case", RECORD_LINES, ids=[r[0] for r in RECORD_LINES])
+def test_the_session_ends_on_the_records_state(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: tuple[str, str | None, bool, str]
+) -> None:
+    """Whatever the outcome, the session's last line is the record's state in the record's words, and names the
+    record; a failed or cut-short run fails the session, a not-proven one (skipped as asked) does not."""
+    outcome, note, fails, start = case
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("ACCELENV_RESULTS", raising=False)
+    closing: list[str] = []
+    data = _record(outcome, note)
+    session = FakeSession(
+        ["--skip-missing-hardware"],
+        tally={"passed": 4, "failed": int(fails), "no_device": 10 if outcome == "not_proven" else 0, "skipped": 0},
+        failing=("python -m pytest",) if fails else (),
+        root=tmp_path,
+        record=data,
+    )
+
+    def run() -> None:
+        run_environment(
+            session,
+            SHIPPED,
+            "cpu-py311",
+            REPO,
+            find_python=lambda v: "/py",
+            tally_root=tmp_path,
+            on_closing_line=closing.append,
+        )
+
+    if fails:
+        with pytest.raises(nox.command.CommandFailed):
+            run()
+    else:
+        run()
+    assert len(closing) == 1
+    assert closing[0].startswith(start), closing
+    assert closing[0].endswith(f"(record {tmp_path / 'results' / (str(data['id']) + '.result.json')})")
+
+
+def test_an_older_record_is_not_this_runs_line(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    old = {**_record("passed", None), "started": "2020-01-01T00:00:00Z"}
+    (folder / f"{old['id']}.result.json").write_text(json.dumps(old))
+    assert record_line("cpu", "cpu-py311", folder, time.time()) is None
+    assert record_line("cpu", "cpu-py311", tmp_path / "absent", 0) is None

@@ -66,17 +66,26 @@ def report_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> str:
-    """The Evidence section from --results records, or "" without any (docs/compatibility.md has none)."""
+def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> tuple[str, dict[str, str]]:
+    """The Evidence section from --results records and each family's earned maturity, or ("", {}) without
+    any records named (docs/compatibility.md has none)."""
     if not args.results:
-        return ""
-    from accelenv.plan.evidence import html_section, markdown_section
-    from accelenv.results.record import read_records
+        return "", {}
+    import time
 
-    records, refused = read_records([Path(p) for p in args.results], matrix)
+    from accelenv.plan.evidence import html_section, markdown_section
+    from accelenv.results.compare import regressions
+    from accelenv.results.judge import maturity
+    from accelenv.results.record import lock_digests, read_records
+
+    now = time.time()
+    records, refused = read_records([Path(p) for p in args.results], matrix, now=now)
+    locks = lock_digests(repo_of(args), matrix)
+    regressed = frozenset(g.record for g in regressions(records))
+    tiers = {t.family: t.tier for t in maturity(matrix, records, locks=locks, regressed=regressed, now=now)}
     if form == "md":
-        return markdown_section(matrix, records, refused)
-    return "\n".join(html_section(matrix, records, refused))
+        return markdown_section(matrix, records, refused, locks=locks, regressed=regressed, now=now), tiers
+    return "\n".join(html_section(matrix, records, refused, locks=locks, regressed=regressed, now=now)), tiers
 
 
 def report(args: argparse.Namespace, out: TextIO) -> int:
@@ -84,7 +93,7 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "md":
         from accelenv.plan.report import markdown
 
-        text = markdown(matrix) + _evidence(args, matrix, "md")
+        text = markdown(matrix) + _evidence(args, matrix, "md")[0]
     else:
         from accelenv.fileio import read_text
         from accelenv.matrix.load import find_matrix
@@ -98,7 +107,7 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
         if args.format == "html":
             path = find_matrix(args.matrix)
             stamp = stamp_of(path, read_text(path, what="matrix"))
-            section = _evidence(args, matrix, "html")
+            section, tiers = _evidence(args, matrix, "html")
             text = html_page(
                 matrix,
                 locks=locks,
@@ -106,6 +115,7 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
                 images=images,
                 stamp=stamp,
                 evidence=section.splitlines() or None,
+                tiers=tiers,
             )
         else:
             import io

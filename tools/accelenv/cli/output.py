@@ -92,9 +92,9 @@ MARKS = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
 
 def dump_json(data: object, out: TextIO) -> None:
-    """`data` as indented JSON and a newline, keys in the order given; secrets redacted."""
-    json.dump(redact_json(data), out, indent=2, sort_keys=False)
-    out.write("\n")
+    """`data` as indented JSON and a newline, keys in the order given; secrets redacted. One write: `json.dump`
+    writes a token at a time, and the safe stream then redacted each of thousands of lines on its own."""
+    out.write(json.dumps(redact_json(data), indent=2, sort_keys=False) + "\n")
 
 
 def terminal_width(out: TextIO) -> int | None:

@@ -39,7 +39,11 @@ def family() -> Json:
         "An accelerator family: how a host shows it and how software selects its devices.",
         {
             "name": line("Human name of the family."),
-            "maturity": choice("How far accelenv's support for this family has come.", [str(m) for m in Maturity]),
+            "maturity": choice(
+                "The tier the family's maintainers claim. The tier shown (`accelenv results`, the page) is earned from "
+                "result records by written criteria (docs/results.md); a family without records is declared.",
+                [str(m) for m in Maturity],
+            ),
             "session": text(
                 "Name of the nox session that runs this family's default environment.", ID, "an id such as gpu-nvidia"
             ),

@@ -11,8 +11,9 @@
      framework at the version and build the matrix declares (the virtualenv sees it through
      --system-site-packages, and `accelenv check` verifies it), else inside the environment's image through
      `accelenv run`, the same wiring users get. Neither: the session fails with the next step.
-5. The device tests write a tally; a run that tested nothing fails, and one whose tests skipped for want of a
-   device (--skip-missing-hardware) ends on a line saying it is not a hardware pass.
+5. The device tests write a tally and a result record; a run that tested nothing fails, and the session ends on
+   the record's state in the record's words (`record_line`): passed, FAILED, NOT PROVEN (tests skipped for want
+   of a device, as --skip-missing-hardware asked: the session succeeds, and says it proved nothing), INCOMPLETE.
 """
 
 from __future__ import annotations
@@ -49,14 +50,40 @@ def choose_env(matrix: Matrix, env_id: str, variants: tuple[str, ...], find_pyth
 
 
 def closing_line(session_name: str, tally: dict[str, Any]) -> str | None:
-    """None for a hardware pass; the not-a-hardware-pass line when tests skipped for want of a device."""
+    """None for a hardware pass; the not-proven line when tests skipped for want of a device (used when the run
+    left no record to take the words from)."""
     skipped = int(tally.get("no_device", 0))
     if not skipped:
         return None
     return (
-        f"{session_name}: NOT a hardware pass: {skipped} device test(s) skipped, no device here "
+        f"{session_name}: NOT PROVEN: {skipped} device test(s) skipped, no device here "
         f"(--skip-missing-hardware); {int(tally.get('passed', 0))} passed"
     )
+
+
+WORDS = {"passed": "passed", "failed": "FAILED", "not_proven": "NOT PROVEN", "incomplete": "INCOMPLETE"}
+
+
+def record_line(session_name: str, env_id: str, folder: Path, since: float) -> str | None:
+    """The session's last line from the newest result record of `env_id` in `folder` begun at or after `since`
+    (seconds since 1970): its state, why, and the file; None when the run left none."""
+    from accelenv.results.record import SUFFIX, parse_time
+
+    best: tuple[int, str, dict[str, Any]] | None = None
+    for path in folder.glob(f"{env_id}-*{SUFFIX}") if folder.is_dir() else ():
+        try:
+            data = json.loads(read_bytes(path, limit=8 << 20, what="result record"))
+            started = parse_time(str(data["started"])) or 0
+        except (UsageError, ValueError, KeyError, TypeError):
+            continue
+        if started >= int(since) - 1 and (best is None or (started, str(path)) > best[:2]):
+            best = (started, str(path), data)
+    if best is None:
+        return None
+    data = best[2]
+    word = WORDS.get(str(data.get("outcome")), str(data.get("outcome")).upper())
+    note = f": {data['note']}" if data.get("note") else ""
+    return f"{session_name}: {word}{note} (record {best[1]})"
 
 
 def tally_problem(env_id: str, tally: dict[str, Any] | None) -> str | None:
@@ -105,6 +132,36 @@ def run_environment(
     extra = ["--accelenv-allow-missing-hardware"] if flags else []
     tests = [*env.tests, "-o", "filterwarnings=default", *extra, *pytest_args]
     bin_dir = _install(session, env, repo, lock, python, system_site=from_image) if python else None
+    import time
+
+    import nox.command  # the session's own edge: nox is there whenever this body runs
+
+    records = Path(os.environ.get("ACCELENV_RESULTS") or (tally_root or repo) / "results")
+    began = time.time()
+    try:
+        _tests(session, matrix, env, tests, flags=flags, bin_dir=bin_dir, tally=(tally_path, tally_file))
+    except nox.command.CommandFailed:
+        line = record_line(session.name, env.id, records, began)
+        if line and on_closing_line is not None:
+            on_closing_line(line)
+        raise
+    _judge_tally(session, env.id, tally_path, on_closing_line, record=record_line(session.name, env.id, records, began))
+
+
+def _tests(
+    session: Any,
+    matrix: Matrix,
+    env: Environment,
+    tests: list[str],
+    *,
+    flags: list[str],
+    bin_dir: Path | None,
+    tally: tuple[Path, Path],
+) -> None:
+    """The device tests with the result-record plugin: in the environment's virtualenv, or its image."""
+    tally_path, tally_file = tally
+    framework = env.framework
+    from_image = framework is not None and framework.source is FrameworkSource.BASE_IMAGE
     if bin_dir is not None and (not from_image or _host_has_framework(session, env, bin_dir, flags)):
         tests = [*tests, "--accelenv-summary", str(tally_path)]
         session.log(f"checking {env.id} again with its locked requirements installed")
@@ -122,7 +179,6 @@ def run_environment(
     else:
         tests = [*tests, "--accelenv-summary", str(tally_file)]
         _in_image(session, matrix, env, tests, flags=flags, bin_dir=bin_dir)
-    _judge_tally(session, env.id, tally_path, on_closing_line)
 
 
 def _current_lock(session: Any, matrix: Matrix, env: Environment, repo: Path) -> Path:
@@ -209,7 +265,9 @@ def _in_image(
     )
 
 
-def _judge_tally(session: Any, env_id: str, path: Path, on_closing_line: Callable[[str], None] | None) -> None:
+def _judge_tally(
+    session: Any, env_id: str, path: Path, on_closing_line: Callable[[str], None] | None, *, record: str | None
+) -> None:
     tally = None
     try:
         tally = json.loads(read_bytes(path, limit=1 << 20, what="device-test tally"))
@@ -218,8 +276,8 @@ def _judge_tally(session: Any, env_id: str, path: Path, on_closing_line: Callabl
     problem = tally_problem(env_id, tally if isinstance(tally, dict) else None)
     if problem:
         session.error(problem)
-    line = closing_line(session.name, tally) if isinstance(tally, dict) else None
+    line = record or (closing_line(session.name, tally) if isinstance(tally, dict) else None)
     if line:
-        session.warn(line)
+        (session.log if line.startswith(f"{session.name}: passed") else session.warn)(line)
         if on_closing_line is not None:
             on_closing_line(line)

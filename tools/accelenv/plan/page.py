@@ -220,7 +220,7 @@ def _ruled(matrix: Matrix, family: str) -> bool:
 # ---------------------------------------------------------------------------------------------------- sections
 
 
-def _overview(matrix: Matrix, locks: Mapping[str, LockState]) -> list[str]:
+def _overview(matrix: Matrix, locks: Mapping[str, LockState], tiers: Mapping[str, str]) -> list[str]:
     out = ['<section id="overview" aria-labelledby="h-overview">', '<h2 id="h-overview">Overview</h2>']
     out.append(
         '<p class="lede">Each cell: does the environment (column) run on the accelerator (row)? Hover or focus a '
@@ -236,8 +236,12 @@ def _overview(matrix: Matrix, locks: Mapping[str, LockState]) -> list[str]:
         out.append(f'<section class="family" id="fam-{fid}" data-family="{fid}" aria-labelledby="h-fam-{fid}">')
         out.append(
             f'<div class="family-head"><h3 id="h-fam-{fid}">{_e(family.name)}</h3>'
-            f"{_badge(str(family.maturity), 'maturity-' + str(family.maturity))}"
-            f'<span class="muted">nox -s {_e(family.session)}</span>'
+            + _badge(
+                tiers.get(family.id, "declared"),
+                "maturity-" + tiers.get(family.id, "declared"),
+                f"earned from result records (docs/results.md); matrix.toml claims {family.maturity}",
+            )
+            + f'<span class="muted">nox -s {_e(family.session)}</span>'
         )
         if ruled:
             out.append(
@@ -455,10 +459,12 @@ def html_page(
     images: Mapping[str, Unavailable | None] | None = None,
     stamp: Stamp | None = None,
     evidence: list[str] | None = None,
+    tiers: Mapping[str, str] | None = None,
 ) -> str:
     """The page. `locks` maps environment ids to their lock state (absent: not shown); `images`, why an
     environment's image cannot be built now; `stamp`, what the page was made from (`plan.start`); `evidence`, the
-    Evidence section from result records (plan/evidence.py), absent when no records were given."""
+    Evidence section from result records (plan/evidence.py), absent when no records were given; `tiers`, each
+    family's maturity as the records earn it (`results.judge.maturity`): a family without one is "declared"."""
     locks = dict(locks or {})
     n_runs = sum(
         1
@@ -516,7 +522,7 @@ def html_page(
         "</header>",
         "<main>",
         *_start(),
-        *_overview(matrix, locks),
+        *_overview(matrix, locks, tiers or {}),
         *(evidence or []),
         '<section id="pick" aria-labelledby="h-pick"><h2 id="h-pick">By SKU: <span id="pick-name"></span></h2>',
         '<p id="pick-meta" class="muted"></p>',

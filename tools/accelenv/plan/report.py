@@ -60,7 +60,7 @@ def markdown(matrix: Matrix) -> str:
     lines = [f"<!-- {HEADER} -->", "", "# accelenv compatibility", ""]
     lines += ["## Families", ""]
     lines += _table(
-        ["family", "name", "maturity", "PCI vendor", "host tools", "earliest CI tier"],
+        ["family", "name", "claimed maturity", "PCI vendor", "host tools", "earliest CI tier"],
         [
             [
                 f.id,

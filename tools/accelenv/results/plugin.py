@@ -1,10 +1,18 @@
 """The pytest plugin that writes a result record for a run of an environment's device suite.
 
 Loaded with `-p accelenv.results.plugin` (the environment sessions pass it). Active only when ACCELENV_ENV names
-an environment. Before the tests it takes a snapshot of the host (saved beside the record) and runs `check`
-against it; it collects every test's outcome and the performance figures the conformance tests hand it
-(`figures(config).append(...)`), and at the end writes `<id>.result.json` and `<id>.junit.xml` to
-$ACCELENV_RESULTS or ./results. A record that cannot be written fails the run: no silent pass.
+an environment. Before the tests it takes a snapshot of the host (saved beside the record), runs `check` against
+it and *begins* the record (`<id>.result.json`, outcome incomplete); it collects every test's outcome and the
+performance figures the conformance tests hand it (`figures(config).append(...)`), and when the run ends it
+*completes* the record and writes `<id>.junit.xml` beside it, in $ACCELENV_RESULTS or ./results. A run that dies
+leaves the begun record (incomplete), never silence; a run cancelled by Ctrl-C or `pytest.exit()` is completed as
+incomplete, and the test it interrupted as incomplete, never passed; a test file that did not import is an error.
+A record that cannot be written fails the run: no silent pass.
+
+A failure with a known upstream cause stays a failure, with its cause named in the record: mark the test
+`@pytest.mark.accelenv_upstream_defect(url="https://github.com/...", description="...")`, or call
+`upstream_defect(request, url=..., description=...)` from it before the part that fails. The cause is kept
+only when the test fails or errors.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ if TYPE_CHECKING:
     from accelenv.results.record import Figure
 
 RESULTS_ENV = "ACCELENV_RESULTS"
+NO_DEVICE = "no device here"  # how every skip for missing hardware begins (tests/support/devicekit.py)
+RUNNER_VARIABLES = ("RUNNER_NAME", "BUILDKITE_AGENT_NAME")  # GitHub Actions, Buildkite; else the host name
+DEFECT_MARKER = "accelenv_upstream_defect"
 FRAMEWORKS = ("torch", "jax", "ray")  # recorded even when the environment pins none of them
 
 
@@ -46,6 +57,9 @@ class Run:
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     figures: list[Figure] = field(default_factory=list)
     nodes: int = 1
+    defects: dict[str, dict[str, str | None]] = field(default_factory=dict)  # test id -> {url, description}
+    interrupted: str | None = None  # why the run was cut short (Ctrl-C, pytest.exit)
+    no_device: int = 0  # tests skipped for want of a device, as asked
 
 
 RUN_KEY = pytest.StashKey[Run]()
@@ -61,8 +75,30 @@ def _repo() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
+def upstream_defect(request: pytest.FixtureRequest, *, url: str | None, description: str) -> None:
+    """Name the known upstream defect the calling test may fail on (kept in the record only if it fails)."""
+    run = current_run(request.config)
+    if run is not None:
+        run.defects[request.node.nodeid] = _defect(url, description)
+
+
+def _defect(url: object, description: object) -> dict[str, str | None]:
+    link = str(url) if url else None
+    if link is not None and not (link.startswith("https://") and link.isprintable() and " " not in link):
+        raise pytest.UsageError(f"{DEFECT_MARKER}: url {link[:100]!r} is not an https URL")
+    text = _line(str(description or ""))
+    if not text:
+        raise pytest.UsageError(f"{DEFECT_MARKER}: give a description of the defect (and its url where one is filed)")
+    return {"url": link, "description": text}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{DEFECT_MARKER}(url=None, description=...): the test fails because of this known upstream defect; "
+        "the failure stays a failure, with its cause named in the result record",
+    )
     env_id = os.environ.get("ACCELENV_ENV")
     if not env_id or hasattr(config, "workerinput"):
         return
@@ -106,14 +142,51 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     findings = check(run.matrix, run.env, run.report)
     run.verdict = str(verdict(findings))
     run.failed_checks = [f.id for f in findings if f.status is Status.FAIL]
+    _write(run, {**build_record(run, finished=run.started), "outcome": "incomplete", "note": BEGUN})
+
+
+BEGUN = "the run began and never completed: it died or was killed before its end (no later record replaced this one)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run = current_run(config)
+    if run is None:
+        return
+    for item in items:
+        marker = item.get_closest_marker(DEFECT_MARKER)
+        if marker is not None:
+            run.defects[item.nodeid] = _defect(marker.kwargs.get("url"), marker.kwargs.get("description"))
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    run = _RUNS[-1] if _RUNS else None
+    if run is None or not report.failed:
+        return
+    reason = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "could not be collected"
+    node = report.nodeid or "(collection)"
+    run.tests[node] = {"id": node, "outcome": "error", "reason": _line(reason), "seconds": 0}
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    run = _RUNS[-1] if _RUNS else None
+    if (
+        excinfo.typename == "Interrupted"
+        and run is not None
+        and any(t["outcome"] == "error" for t in run.tests.values())
+    ):
+        return  # pytest stops after a test file did not import: that file's error fails the run
+    if run is not None:
+        kind = "pytest.exit()" if excinfo.typename == "Exit" else excinfo.typename
+        run.interrupted = _line(f"the run was cut short ({kind}: {excinfo.value}) before it completed")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     run = _RUNS[-1] if _RUNS else None
     if run is None:
         return
+    # incomplete until its call phase passes: a test cut short (Ctrl-C) never reads as passed
     entry = run.tests.setdefault(
-        report.nodeid, {"id": report.nodeid, "outcome": "passed", "reason": None, "seconds": 0}
+        report.nodeid, {"id": report.nodeid, "outcome": "incomplete", "reason": None, "seconds": 0}
     )
     if report.when == "call":
         entry["seconds"] = round(report.duration, 6)
@@ -121,9 +194,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         entry["outcome"] = "skipped"
         longrepr = report.longrepr
         entry["reason"] = _line(longrepr[2] if isinstance(longrepr, tuple) else str(longrepr))
+        if entry["reason"].removeprefix("Skipped: ").startswith(NO_DEVICE):
+            run.no_device += 1
     elif report.failed:
         entry["outcome"] = "failed" if report.when == "call" else "error"
         entry["reason"] = _line(str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "failed")
+        if report.nodeid in run.defects:
+            entry["defect"] = run.defects[report.nodeid]
+    elif report.when == "call" and entry["outcome"] == "incomplete":
+        entry["outcome"] = "passed"
 
 
 def _line(text: str) -> str:
@@ -194,35 +273,69 @@ def _host(run: Run) -> dict[str, Any]:
     }
 
 
+def runner_name(environ: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
+    """The CI runner or agent the run is on (RUNNER_NAME, BUILDKITE_AGENT_NAME), else the host name; redacted,
+    printable, at most 200 characters."""
+    import socket
+
+    from accelenv.host.redact import redact_text
+
+    name = next((environ[v] for v in RUNNER_VARIABLES if environ.get(v)), None) or socket.gethostname()
+    clean = "".join(ch for ch in redact_text(name) if ch.isprintable()).strip()[:200]
+    return clean or None
+
+
 def _run_url() -> str | None:
     from accelenv.plan.run_url import run_url  # GitHub's run, Buildkite's job, or what `accelenv run` passed in
 
     return run_url(os.environ)
 
 
-def build_record(run: Run, *, finished: float) -> dict[str, Any]:
+def outcome_of(run: Run, host: dict[str, Any]) -> tuple[str, str | None]:
+    """The record's outcome and the note that says why, from the tests, the check and the devices seen."""
     tests = list(run.tests.values())
-    outcomes = {t["outcome"] for t in tests}
-    if outcomes & {"failed", "error"} or run.verdict == "fail":
-        outcome = "failed"
-    elif "passed" in outcomes:
-        outcome = "passed"
-    else:
-        outcome = "inconclusive"
+    bad = [t for t in tests if t["outcome"] in ("failed", "error", "incomplete")]
+    passed = sum(1 for t in tests if t["outcome"] == "passed")
+    if run.interrupted:
+        return "incomplete", run.interrupted
+    if bad:
+        errors = sum(1 for t in bad if t["outcome"] == "error")
+        named = sum(1 for t in bad if t.get("defect"))
+        note = f"{len(bad)} test(s) did not pass" + (
+            f" ({errors} error(s): a file or fixture failed)" if errors else ""
+        )
+        return "failed", note + (f"; {named} of them with a named upstream defect" if named else "")
+    if run.no_device and host["device_count"] == 0 and run.env.family != "cpu":
+        return "not_proven", (
+            f"no {run.env.family} device here: {run.no_device} device test(s) skipped as asked "
+            f"(--skip-missing-hardware), {passed} passed; nothing about the hardware is proven"
+        )
+    if run.verdict == "fail":
+        return "failed", "accelenv check failed: " + ", ".join(run.failed_checks[:10])
+    if not passed:
+        return "failed", "no test ran and passed: nothing was tested"
+    return "passed", None
+
+
+def build_record(run: Run, *, finished: float) -> dict[str, Any]:
+    host = _host(run)
+    outcome, note = outcome_of(run, host)
     return {
         "format": FORMAT,
         "id": run.id,
         "run_url": _run_url(),
+        "runner": runner_name(),
+        "note": note,
         "env": {
             "id": run.env.id,
             "lock_sha256": _lock_sha256(run.env),
             "image": os.environ.get("ACCELENV_IMAGE"),
             "frameworks": _frameworks(run.env),
         },
-        "host": _host(run),
+        "host": host,
         "check": {"verdict": run.verdict, "failed": run.failed_checks},
         "outcome": outcome,
-        "tests": tests,
+        "tests": list(run.tests.values()),
         "perf": [asdict(f) for f in run.figures],
         "started": format_time(run.started),
         "finished": format_time(finished),
@@ -240,12 +353,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = current_run(session.config)
     if run is None:
         return
+    if (
+        exitstatus == pytest.ExitCode.INTERRUPTED
+        and run.interrupted is None
+        and not any(t["outcome"] == "error" for t in run.tests.values())
+    ):
+        run.interrupted = "the run was interrupted before it completed"
     data = build_record(run, finished=max(time.time(), run.started))
     problem = check_record(data, run.matrix, now=time.time())
-    path = run.folder / f"{run.id}{SUFFIX}"
-    from accelenv.fileio import write_atomic
-
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    path = _write(run, data)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"accelenv: result record {path} ({data['outcome']})")
@@ -253,3 +369,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"accelenv: the record does not validate: {problem}")
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    elif data["outcome"] in ("failed", "incomplete") and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the check failed, or nothing ran: not a green run
+
+
+def _write(run: Run, data: dict[str, Any]) -> Path:
+    from accelenv.fileio import write_atomic
+
+    path = run.folder / f"{run.id}{SUFFIX}"
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return path

@@ -2,8 +2,10 @@
 
 A record file is read with a size bound, parsed, validated against schema/result.schema.json, then against the
 matrix (the environment and SKU must exist and belong together) and the clock (it cannot end in the future, nor
-before it started). Anything else is refused with the file named and the reason; a refused record is never used
-as evidence, and its content is never echoed except as escaped text by the page.
+before it started), and against itself: an outcome its tests, check verdict or device count contradict is
+refused (see `contradiction`). Anything else is refused with the file named and the reason; a refused record is
+never used as evidence, and its content is never echoed except as escaped text by the page. A figure's peak and
+fraction of peak are the matrix's, computed here: the record's own numbers are never shown.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
     from accelenv.matrix.model import Matrix
 
+PEAK_OF = {"matmul": "matmul_tflops", "memory_bandwidth": "memory_gb_s"}  # figures with a datasheet peak
 MAX_RECORD = 4 * 2**20  # a record with 10,000 tests is under 2 MiB
 MAX_FILES = 10000
 CLOCK_SKEW = 300  # seconds a record's end may lie ahead of this machine's clock
@@ -41,6 +44,15 @@ class Figure:
     fraction: float | None
     min_fraction: float | None
     warning: str | None
+    spread: float | None = None  # (max - min) / median over the repetitions, when the record gives it
+
+
+@frozen
+class Test:
+    id: str
+    outcome: str
+    reason: str | None
+    defect: str | None  # "https://github.com/...: what" for a failure with a named upstream cause
 
 
 @frozen
@@ -57,7 +69,10 @@ class Record:
     driver: str | None
     nodes: int
     verdict: str
-    outcome: str
+    outcome: str  # passed, failed, not_proven, incomplete (an older record's "inconclusive" reads as not_proven)
+    runner: str | None  # the CI runner / agent / host it ran on
+    note: str | None
+    tests: tuple[Test, ...]
     started: int  # seconds since 1970, UTC
     finished: int
     run_url: str | None
@@ -85,13 +100,47 @@ def format_time(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-def _schema_problem(data: object) -> str | None:
-    from jsonschema import Draft202012Validator
+_VALIDATORS: list[Any] = []  # built once: (the fast check, jsonschema's validator for the message)
 
-    validator = Draft202012Validator(result_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    if not errors:
+
+def _validators() -> tuple[Any, Any]:
+    """fastjsonschema's compiled check of the schema (0.23 ms a record against jsonschema's 3.6, which made
+    10,000 records a minute: benchmarks/results_scale.py), and jsonschema's validator, which says what is wrong.
+    The schema uses only draft-07 keywords, so both read it the same; where fastjsonschema is not installed (an
+    image), jsonschema does both."""
+    if not _VALIDATORS:
+        from jsonschema import Draft202012Validator
+
+        schema = result_schema()
+        full = Draft202012Validator(schema)
+        try:
+            import fastjsonschema
+        except ImportError:
+            fast = None
+        else:
+            fast = fastjsonschema.compile({**schema, "$schema": "http://json-schema.org/draft-07/schema#"})
+        _VALIDATORS.append((fast, full))
+    found: tuple[Any, Any] = _VALIDATORS[0]
+    return found
+
+
+def _schema_problem(data: object) -> str | None:
+    fast, validator = _validators()
+    fast_says = None
+    if fast is not None:
+        from fastjsonschema import JsonSchemaValueException
+
+        try:
+            fast(data)
+        except JsonSchemaValueException as error:
+            fast_says = str(error)[:200]
+        else:
+            return None
+    elif validator.is_valid(data):
         return None
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:  # the two disagree: refuse, as the stricter one says
+        return fast_says
     first = errors[0]
     where = ".".join(str(p) for p in first.absolute_path) or "(top level)"
     message = first.message if len(first.message) <= 200 else first.message[:200] + "..."
@@ -127,12 +176,109 @@ def check_record(data: object, matrix: Matrix, *, now: float) -> str | None:
         return f"finished {data['finished']} is in the future (this machine's clock: {format_time(now)})"
     if not data["id"].startswith(env_id + "-"):
         return f"id '{data['id']}' does not start with its environment '{env_id}'"
+    return contradiction(data, family) or _peak_problem(data, matrix)
+
+
+def contradiction(data: dict[str, Any], family: str) -> str | None:
+    """Why a schema-valid record's outcome is not what its own tests, check verdict and device count say."""
+    outcome, host = data["outcome"], data["host"]
+    count, verdict = host["device_count"], data["check"]["verdict"]
+    kinds = [t["outcome"] for t in data["tests"]]
+    bad = [t["id"] for t in data["tests"] if t["outcome"] in ("failed", "error", "incomplete")]
+    for t in data["tests"]:
+        if t.get("defect") is not None and t["outcome"] not in ("failed", "error"):
+            return f"test {t['id']} names a known defect but {t['outcome']}: a defect names a failure"
+    if outcome == "passed":
+        if bad:
+            return f"outcome passed, but test {bad[0]} did not pass"
+        if "passed" not in kinds:
+            return "outcome passed, but no test passed"
+        if verdict == "fail":
+            return "outcome passed, but the check verdict is fail"
+        if family != "cpu" and count == 0:
+            return "outcome passed, but host.device_count is 0: no device was there to prove anything"
+        if family != "cpu" and host["sku"] is None:
+            return "outcome passed, but host.sku is null: the devices were not identified"
+    if outcome in ("not_proven", "inconclusive"):
+        if bad:
+            return f"outcome {outcome}, but test {bad[0]} did not pass: that is a failure"
+        if count > 0 and family != "cpu":
+            return f"outcome {outcome}, but host.device_count is {count}: the hardware was there"
+    if outcome == "failed" and not bad and verdict != "fail" and "passed" in kinds:
+        return "outcome failed, but no test failed and the check did not fail"
+    for figure in data["perf"]:
+        if family != "cpu" and figure["devices"] > max(count, 1) * host["nodes"]:
+            return (
+                f"figure {figure['name']} ran on {figure['devices']} device(s), more than the "
+                f"{count} x {host['nodes']} node(s) the host had"
+            )
     return None
 
 
-def record_of(data: dict[str, Any], path: str) -> Record:
+def _peak_problem(data: dict[str, Any], matrix: Matrix) -> str | None:
+    """A recorded peak that is not the matrix's (nor a device's share of it: a TPU7x chip is two devices)."""
+    sku = matrix.skus.get(data["host"]["sku"] or "")
+    for figure in data["perf"]:
+        peak = matrix_peak(matrix, data["host"]["sku"], figure["name"])
+        recorded = figure["peak"]
+        if recorded is None or peak is None:
+            continue
+        if not any(abs(recorded * k - peak) <= 1e-6 * peak for k in range(1, 9)):
+            return (
+                f"figure {figure['name']}: peak {recorded:g} is not {sku.id if sku else '?'}'s {peak:g} in the matrix"
+            )
+    return None
+
+
+def matrix_peak(matrix: Matrix, sku_id: str | None, figure: str) -> float | None:
+    """The SKU's documented peak for a figure, from the matrix."""
+    sku = matrix.skus.get(sku_id or "")
+    attribute = PEAK_OF.get(figure)
+    if sku is None or sku.peak is None or attribute is None:
+        return None
+    value: float | None = getattr(sku.peak, attribute)
+    return value
+
+
+def _figure(figure: dict[str, Any], matrix: Matrix, sku: str | None, min_fraction: float | None) -> Figure:
+    """A recorded figure with the matrix's peak (times the device's share the record's peak shows) and fraction."""
+    peak = matrix_peak(matrix, sku, figure["name"])
+    if peak is not None and figure["peak"]:
+        peak = peak / round(peak / figure["peak"])  # check_record: the recorded peak is peak / k
+    fraction = figure["value"] / peak if peak else None
+    warning = None
+    if fraction is not None and min_fraction is not None and fraction < min_fraction:
+        warning = (
+            f"{figure['value']:.1f} {figure['unit']} is {fraction:.0%} of the {peak:g} peak, below {min_fraction:.0%}"
+        )
+    elif peak is None and figure["name"] in PEAK_OF and sku is not None:
+        warning = f"{sku} has no documented {figure['name']} peak in the matrix"
+    return Figure(
+        name=figure["name"],
+        value=figure["value"],
+        unit=figure["unit"],
+        dtype=figure["dtype"],
+        devices=figure["devices"],
+        samples=figure["samples"],
+        peak=peak,
+        fraction=fraction,
+        min_fraction=min_fraction,
+        warning=warning,
+        spread=figure.get("spread"),
+    )
+
+
+def _defect(test: dict[str, Any]) -> str | None:
+    defect = test.get("defect")
+    if not defect:
+        return None
+    return ": ".join(p for p in (defect.get("url"), defect.get("description")) if p)
+
+
+def record_of(data: dict[str, Any], path: str, matrix: Matrix) -> Record:
     """The model of a document `check_record` accepted."""
-    perf = tuple(Figure(**figure) for figure in data["perf"])
+    env = matrix.envs[data["env"]["id"]]
+    perf = tuple(_figure(figure, matrix, data["host"]["sku"], env.perf_min_fraction) for figure in data["perf"])
     differ = tuple(
         f"{f['name']} {f['version'] or 'not installed'} (pin: {f['pinned'] or 'none'})"
         for f in data["env"]["frameworks"]
@@ -150,7 +296,12 @@ def record_of(data: dict[str, Any], path: str) -> Record:
         driver=data["host"]["driver"],
         nodes=data["host"]["nodes"],
         verdict=data["check"]["verdict"],
-        outcome=data["outcome"],
+        outcome="not_proven" if data["outcome"] == "inconclusive" else data["outcome"],
+        runner=data.get("runner"),
+        note=data.get("note"),
+        tests=tuple(
+            Test(id=t["id"], outcome=t["outcome"], reason=t["reason"], defect=_defect(t)) for t in data["tests"]
+        ),
         started=started,
         finished=finished,
         run_url=data.get("run_url"),
@@ -187,7 +338,20 @@ def read_record(path: Path, matrix: Matrix, *, now: float | None = None) -> Reco
     reason = check_record(data, matrix, now=time.time() if now is None else now)
     if reason is not None:
         return Refused(path=str(path), reason=reason)
-    return record_of(data, str(path))
+    return record_of(data, str(path), matrix)
+
+
+def lock_digests(repo: Path, matrix: Matrix) -> dict[str, str | None]:
+    """Each environment's lock file sha256 today (None: not locked): a record of another lock proves that lock."""
+    import hashlib
+
+    from accelenv.plan.lock import lock_path
+
+    out: dict[str, str | None] = {}
+    for env_id in matrix.envs:
+        path = lock_path(repo, env_id)
+        out[env_id] = hashlib.sha256(read_bytes(path, what="lock file")).hexdigest() if path.is_file() else None
+    return out
 
 
 def record_files(paths: Iterable[Path]) -> list[Path]:

@@ -20,6 +20,8 @@ SHA256 = r"^[0-9a-f]{64}$"
 TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 LINE = r"^[^\x00-\x1f\x7f]*$"
 MAX_LINE = 2000
+OUTCOMES = ("passed", "failed", "not_proven", "incomplete", "inconclusive")
+TEST_OUTCOMES = ("passed", "failed", "skipped", "error", "incomplete")
 
 
 def _text(description: str, *, max_length: int = MAX_LINE) -> Json:
@@ -50,10 +52,23 @@ def result_schema() -> Json:
         "One test of the suite.",
         {
             "id": _text("The pytest node id.", max_length=500),
-            "outcome": {"type": "string", "enum": ["passed", "failed", "skipped", "error"], "description": "Outcome."},
+            "outcome": {
+                "type": "string",
+                "enum": list(TEST_OUTCOMES),
+                "description": "Outcome; incomplete: the run ended (interrupted, or died) before the test did.",
+            },
             "reason": _nullable(_text("Why it was skipped, or the first line of its failure.")),
             "seconds": _number("Wall time of the test, call phase."),
         },
+    )
+    test["properties"]["defect"] = _nullable(
+        _obj(
+            "A failure with a named cause: a known upstream defect (optional; only on a failed or errored test).",
+            {
+                "url": _nullable({**_text("The upstream issue (https)."), "pattern": r"^https://[^\s<>\"']+$"}),
+                "description": _text("What the defect is, precisely, where no issue is filed.", max_length=500),
+            },
+        )
     )
     figure = _obj(
         "One performance figure: the median of timed repetitions after warm-up.",
@@ -73,6 +88,9 @@ def result_schema() -> Json:
             "min_fraction": _nullable(_number("The environment's stated fraction of peak; null when unstated.")),
             "warning": _nullable(_text("Set when the figure is below the stated fraction, or has no peak.")),
         },
+    )
+    figure["properties"]["spread"] = _nullable(
+        _number("(max - min) / median of the timed repetitions (optional): a drop within it is noise.")
     )
     framework = _obj(
         "The framework the run used, against the environment's pin.",
@@ -131,10 +149,20 @@ def result_schema() -> Json:
             ),
             "outcome": {
                 "type": "string",
-                "enum": ["passed", "failed", "inconclusive"],
-                "description": "passed: tests passed, none failed or errored, and the check did not fail; "
-                "inconclusive: nothing failed but no test passed (all skipped, or none ran).",
+                "enum": list(OUTCOMES),
+                "description": "passed: tests passed, none failed, errored or was cut short, and the check did not "
+                "fail; failed: a test failed or errored, a test file did not import, the check failed, or nothing "
+                "was tested; not_proven: the hardware is absent and its tests skipped as asked "
+                "(--skip-missing-hardware); incomplete: the run began and never completed (it died, or was "
+                "cancelled); inconclusive: older records' word for not_proven.",
             },
+            "runner": _nullable(
+                _text(
+                    "The CI runner or agent (or host) the run ran on: RUNNER_NAME, BUILDKITE_AGENT_NAME.",
+                    max_length=200,
+                )
+            ),
+            "note": _nullable(_text("Why the outcome is what it is, when the tests alone do not say.")),
             "tests": {"type": "array", "description": "Every test, in order.", "items": test, "maxItems": 10000},
             "perf": {"type": "array", "description": "Performance figures.", "items": figure, "maxItems": 100},
             "started": {"type": "string", "pattern": TIME, "description": "Start, UTC, RFC 3339."},
