@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from accelenv import records
 from accelenv.cli.common import Command, host_options, host_report, matrix_of, seconds
 from accelenv.cli.output import dump_json, findings, table
+from accelenv.excerpts import clip
 from accelenv.matrix.load import find_matrix
 
 if TYPE_CHECKING:
     import argparse
 
+    from accelenv.cluster.ray import NodeResult
     from accelenv.matrix.model import Matrix
 
 
@@ -200,7 +202,7 @@ def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
         counts.append(f"{len(cluster['drained'])} drained, not counted")
     lines = ["; ".join(counts)]
     for node_id, differences in sorted(cluster["differences"].items()):
-        lines.append(f"  {node_id[:12]}: " + "; ".join(differences))
+        lines.append(f"  {clip(node_id, 13)}: " + "; ".join(differences))
     return "\n".join(lines) + "\n"
 
 
@@ -220,21 +222,26 @@ def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextI
     if args.json:
         dump_json({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
     else:
-        rows = [
-            [
-                r.node_id[:12],
-                r.address,
-                r.verdict,
-                str(r.devices),
-                f"{r.ray_count:g}" if r.ray_count is not None else "-",
-                r.driver or "-",
-                ", ".join(r.failing + r.problems)[:100] or "-",
-            ]
-            for r in results
-        ]
+        rows = ray_rows(results)
         table(rows, ["NODE", "ADDRESS", "VERDICT", "DEVICES", "RAY", "DRIVER", "FAILING"], out)
         out.write(cluster_lines(cluster, env_id))
     return 0 if cluster["conforming"] == cluster["nodes"] else 1
+
+
+def ray_rows(results: list[NodeResult]) -> list[list[str]]:
+    """`check --ray`'s table rows, one per node; a cell cut to fit says so (`…`) and keeps whole words."""
+    return [
+        [
+            clip(r.node_id, 13),
+            r.address,
+            r.verdict,
+            str(r.devices),
+            f"{r.ray_count:g}" if r.ray_count is not None else "-",
+            r.driver or "-",
+            clip(", ".join(r.failing + r.problems), 100) or "-",
+        ]
+        for r in results
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------- which
