@@ -104,15 +104,17 @@ def test_the_exit_status_is_the_verdicts_whatever_the_pipe_does(failing_snapshot
         expected = main(argv, out=whole)
         assert main(argv, out=ClosedPipe(keep)) == expected, (argv, keep)
         statuses.append(expected)
-    assert statuses[0] == 1 and statuses[5] == 1 and 0 in statuses  # the list holds failing and passing verdicts
+    assert statuses[0] == 1
+    assert statuses[5] == 1
+    assert 0 in statuses
 
 
 def _minimal_words(name: str) -> list[str]:
     """The command `name` with a value for each positional argument it requires (a choice where it has choices)."""
     parser = build_parser(name)
-    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     words = [name]
-    for action in sub.choices[name]._actions:  # noqa: SLF001
+    for action in sub.choices[name]._actions:
         if action.option_strings or action.nargs in ("?", "*", argparse.REMAINDER):
             continue
         value = str(next(iter(action.choices))) if action.choices else "x"
@@ -151,6 +153,7 @@ def test_the_ray_table_marks_what_it_cut() -> None:
     node = NodeResult(node_id="f" * 56, address="127.0.0.1", reachable=True, verdict="fail", failing=failing)
     (row,) = ray_rows([node])
     assert row[0] == "f" * 12 + MARK
-    assert row[-1].endswith(MARK) and len(row[-1]) <= 100
+    assert row[-1].endswith(MARK)
+    assert len(row[-1]) <= 100
     assert ", ".join(failing).startswith(row[-1].removesuffix(MARK).rstrip())
     assert row[-1].removesuffix(MARK).rstrip().split(" ")[-1] in ", ".join(failing).split(" ")
