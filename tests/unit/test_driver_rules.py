@@ -326,3 +326,27 @@ def test_a_runtime_driver_bound_in_another_numbering_is_refused(old: str, new: s
 def test_a_family_without_driver_releases_is_not_judged_by_this_rule() -> None:
     text = MINI.replace('driver_min = "580.82.07"', 'driver_min = "30.10"', 1)  # NVIDIA: no [drivers.*] of its own
     assert [e for e in errors(text) if e[1] == "driver-space"] == []
+
+
+# ------------------------------------------------------------------------------------- every fact cites a source
+
+
+@pytest.mark.parametrize(
+    ("entry", "path"),
+    [
+        ("[os.ubuntu24]", "os.ubuntu24.sources"),
+        ("[families.amd]", "families.amd.sources"),
+        ("[skus.mi300x]", "skus.mi300x.sources"),
+        ("[drivers.amdgpu-30-10]", "drivers.amdgpu-30-10.sources"),
+        ("[runtimes.rocm-7-0]", "runtimes.rocm-7-0.sources"),
+        ("[envs.gpu-amd-rocm70]", "envs.gpu-amd-rocm70.sources"),
+    ],
+)
+def test_an_entry_without_sources_is_refused_under_strict(entry: str, path: str) -> None:
+    head, _, rest = MINI.partition(entry)
+    body, sep, tail = rest.partition("\n[")
+    text = head + entry + body.replace('sources = ["notes"]\n', "") + sep + tail
+    uncited = [p for p in problems(text) if p.rule == "uncited"]
+    assert [(p.path, p.severity, str(p.category)) for p in uncited] == [(path, Severity.WARNING, "change")]
+    assert uncited[0].message.startswith('cites no source: add sources = ["<id>"]')
+    assert [p for p in problems(MINI) if p.rule == "uncited"] == []
