@@ -261,33 +261,43 @@ sources = ["notes"]
     [
         (
             "30.10",  # the driver package release, as AMD's compatibility pages name it
-            "driver_min 30.10 is the number of the driver release 'AMD GPU driver 30.10.x', not the amdgpu version "
-            'hosts report, so check would fail every host that has it: write driver_min = "6.14" (what '
-            "[drivers.amdgpu-30-10] says it reports)",
+            (
+                "driver_min 30.10 is the number of the driver release 'AMD GPU driver 30.10.x', not the amdgpu version "
+                'hosts report, so check would fail every host that has it: write driver_min = "6.14" (what '
+                "[drivers.amdgpu-30-10] says it reports)"
+            ),
         ),
         (
             "30.20.1",
-            "driver_min 30.20.1 is the number of the driver release 'AMD GPU driver 30.20.x', not the amdgpu version "
-            'hosts report, so check would fail every host that has it: write driver_min = "6.16" (what '
-            "[drivers.amdgpu-30-20] says it reports)",
+            (
+                "driver_min 30.20.1 is the number of the driver release 'AMD GPU driver 30.20.x', not the amdgpu version "
+                'hosts report, so check would fail every host that has it: write driver_min = "6.16" (what '
+                "[drivers.amdgpu-30-20] says it reports)"
+            ),
         ),
         (
             "6.4",  # the ROCm release the pre-30 driver was numbered after
-            "driver_min 6.4 is the number of the driver release 'ROCm 6.4.x amdgpu', not the amdgpu version hosts "
-            'report, so check would fail every host that has it: write driver_min = "6.12" (what '
-            "[drivers.amdgpu-rocm-6-4] says it reports)",
+            (
+                "driver_min 6.4 is the number of the driver release 'ROCm 6.4.x amdgpu', not the amdgpu version hosts "
+                'report, so check would fail every host that has it: write driver_min = "6.12" (what '
+                "[drivers.amdgpu-rocm-6-4] says it reports)"
+            ),
         ),
         (
             "7.0.2",  # the runtime's own version
-            "driver_min 7.0.2 is the version of the runtime ROCm 7.0.2, not the amdgpu version hosts report: write "
-            "the amdgpu version of the oldest driver release that supports it (ROCm 6.4.x amdgpu reports 6.12; AMD GPU "
-            "driver 30.10.x reports 6.14; AMD GPU driver 30.20.x reports 6.16)",
+            (
+                "driver_min 7.0.2 is the version of the runtime ROCm 7.0.2, not the amdgpu version hosts report: write "
+                "the amdgpu version of the oldest driver release that supports it (ROCm 6.4.x amdgpu reports 6.12; AMD GPU "
+                "driver 30.10.x reports 6.14; AMD GPU driver 30.20.x reports 6.16)"
+            ),
         ),
         (
             "31.10",  # a release the matrix does not list, in the same numbering
-            "driver_min 31.10 is in the numbering of the family's driver releases, not the amdgpu version hosts "
-            "report: write the version the release reports (ROCm 6.4.x amdgpu reports 6.12; AMD GPU driver 30.10.x "
-            "reports 6.14; AMD GPU driver 30.20.x reports 6.16)",
+            (
+                "driver_min 31.10 is in the numbering of the family's driver releases, not the amdgpu version hosts "
+                "report: write the version the release reports (ROCm 6.4.x amdgpu reports 6.12; AMD GPU driver 30.10.x "
+                "reports 6.14; AMD GPU driver 30.20.x reports 6.16)"
+            ),
         ),
     ],
 )
