@@ -270,8 +270,8 @@ sources = ["notes"]
         (
             "30.20.1",
             (
-                "driver_min 30.20.1 is the number of the driver release 'AMD GPU driver 30.20.x', not the amdgpu version "
-                'hosts report, so check would fail every host that has it: write driver_min = "6.16" (what '
+                "driver_min 30.20.1 is the number of the driver release 'AMD GPU driver 30.20.x', not the amdgpu "
+                'version hosts report, so check would fail every host that has it: write driver_min = "6.16" (what '
                 "[drivers.amdgpu-30-20] says it reports)"
             ),
         ),
@@ -287,8 +287,8 @@ sources = ["notes"]
             "7.0.2",  # the runtime's own version
             (
                 "driver_min 7.0.2 is the version of the runtime ROCm 7.0.2, not the amdgpu version hosts report: write "
-                "the amdgpu version of the oldest driver release that supports it (ROCm 6.4.x amdgpu reports 6.12; AMD GPU "
-                "driver 30.10.x reports 6.14; AMD GPU driver 30.20.x reports 6.16)"
+                "the amdgpu version of the oldest driver release that supports it (ROCm 6.4.x amdgpu reports 6.12; "
+                "AMD GPU driver 30.10.x reports 6.14; AMD GPU driver 30.20.x reports 6.16)"
             ),
         ),
         (
