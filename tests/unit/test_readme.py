@@ -15,7 +15,7 @@ from accelenv.cli import COMMANDS, build_parser, main
 from accelenv.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", REPO / "docs" / "adding-an-accelerator.md", REPO / "docs" / "scheduling.md"]
+DOCS = [REPO / "README.md", *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "compatibility.md")]
 
 
 def console_commands(path: Path) -> list[tuple[int, str, list[str]]]:
