@@ -1,5 +1,5 @@
-"""The support window (docs/matrix.md, "Support window"): one release per runtime line (major.minor), and no runtime kept
-that no environment uses unless it is its family's newest. Registered with the other rule families by
+"""The support window (docs/matrix.md, "Support window"): one release per runtime line (major.minor), and no
+runtime kept that no environment uses unless it is its family's newest. Registered with the other rule families by
 `rules.py`."""
 
 from __future__ import annotations
