@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
-from accelenv.matrix.driver_need import driver_need
 from accelenv.matrix.problems import suggest
 
 if TYPE_CHECKING:
@@ -77,6 +76,8 @@ def pip_command(env: Environment) -> list[str]:
 
 def resolve(matrix: Matrix, env: Environment) -> Json:
     import shlex  # `show` quotes the install command; `check`, which finds environments here, does not
+
+    from accelenv.matrix.driver_need import driver_need  # with the driver branches: not on a cpu check's path
 
     family = matrix.families[env.family]
     rt = matrix.runtimes[env.runtime]
