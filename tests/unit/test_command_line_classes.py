@@ -154,3 +154,25 @@ def test_the_ray_table_marks_what_it_cut() -> None:
     assert len(row[-1]) <= 100
     assert ", ".join(failing).startswith(row[-1].removesuffix(MARK).rstrip())
     assert row[-1].removesuffix(MARK).rstrip().split(" ")[-1] in ", ".join(failing).split(" ")
+
+
+@pytest.mark.parametrize("matrix", [SHIPPED, str(REFERENCE_MATRIX)])
+def test_validates_counts_match_what_they_list(matrix: str) -> None:
+    """The summary's registry-warning count is the sum of the grouped lines' counts, and each line's count is the
+    subjects it names plus its `and N more`."""
+    import re
+
+    out = io.StringIO()
+    main(["--matrix", matrix, "validate"], out=out)
+    text = out.getvalue()
+    said = re.search(r"(\d+) of them need registry access", text)
+    assert said is not None, text
+    lines = [line for line in text.splitlines() if line.startswith("warning (registry): ")]
+    total = 0
+    for line in lines:
+        match = re.fullmatch(r"warning \(registry\): (\d+) [^:]+: (.+?)(?: and (\d+) more)?; fix: .+", line)
+        assert match is not None, line
+        count, names, more = int(match.group(1)), match.group(2).split(", "), int(match.group(3) or 0)
+        assert count == len(names) + more, line
+        total += count
+    assert total == int(said.group(1)), text
