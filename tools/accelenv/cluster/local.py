@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,11 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             try:
                 while True:
-                    subprocess.run(["sleep", "3600"], check=False)
+                    time.sleep(3600)
             except KeyboardInterrupt:
                 return 0
-        environ = {**os.environ, "RAY_ADDRESS": cluster.address}
-        return subprocess.run(command, env=environ, check=False).returncode
+        from accelenv.host.run import run_attached
+
+        return run_attached(command, env={**os.environ, "RAY_ADDRESS": cluster.address})
     finally:
         cluster.shutdown()  # type: ignore[no-untyped-call]
         shutil.rmtree(temp, ignore_errors=True)
