@@ -33,8 +33,10 @@ SELECT = {"accelenv.io/env.cpu-py311": "pass"}
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Thu Feb 20 23:23:09 UTC 2025\n"
 
 
-def snapshot(folder: Path, *, clique: str, python: str | None = None) -> Path:
-    """A snapshot of a captured one-GPU H100 host whose `nvidia-smi -q` puts it in NVLink clique `clique`."""
+def snapshot(folder: Path, *, clique: str, unreadable: bool = False) -> Path:
+    """A snapshot of a captured one-GPU H100 host whose `nvidia-smi -q` puts it in NVLink clique `clique`;
+    `unreadable`: one of its host files could not be read (check's host.readable fails, on the host alone: the
+    labels of a snapshot do not judge the Python that took it)."""
     from accelenv.host.discover import discover
     from accelenv.host.probes.nvidia import QUERY_FIELDS
     from accelenv.host.root import Root
@@ -55,8 +57,8 @@ def snapshot(folder: Path, *, clique: str, python: str | None = None) -> Path:
     fabric = FABRIC.read_text(encoding="utf-8").replace(f": {CLIQUE}\n", f": {clique}\n")
     raw = ToolResult(argv=("nvidia-smi", "-q"), returncode=0, stdout=fabric, stderr="", seconds=0.1, fault=None)
     report = dataclasses.replace(report, raw={**report.raw, "nvidia-smi-q": raw})
-    if python:
-        report = dataclasses.replace(report, python=dataclasses.replace(report.python, version=python))
+    if unreadable:
+        report = dataclasses.replace(report, unreadable={"/proc/self/limits": "permission denied"})
     path = folder / "node.json"
     save_snapshot(report, path)
     return path
@@ -77,10 +79,10 @@ def accelenv(*args: str) -> str:
     return done.stdout
 
 
-def labels_file(folder: Path, *, clique: str, python: str | None = None) -> Path:
+def labels_file(folder: Path, *, clique: str, unreadable: bool = False) -> Path:
     folder.mkdir(parents=True)
     target = folder / "labels.yaml"
-    accelenv("labels", "--env", "cpu-py311", "--snapshot", str(snapshot(folder, clique=clique, python=python)),
+    accelenv("labels", "--env", "cpu-py311", "--snapshot", str(snapshot(folder, clique=clique, unreadable=unreadable)),
              "--format", "ray", "-o", str(target))  # fmt: skip
     return target
 
@@ -95,7 +97,7 @@ def test_nodes_started_with_accelenvs_labels(tmp_path: Path, ray_loopback: dict[
         "head": labels_file(tmp_path / "head", clique="1"),
         "a": labels_file(tmp_path / "a", clique="1"),
         "b": labels_file(tmp_path / "b", clique="2"),
-        "odd": labels_file(tmp_path / "odd", clique="2", python="3.12.3"),  # not cpu-py311's Python
+        "odd": labels_file(tmp_path / "odd", clique="2", unreadable=True),  # a host file it could not read
     }
     labels = {name: parse_node_labels_from_yaml_file(str(path)) for name, path in files.items()}  # Ray's parser
     assert {name: found["accelenv.io/env.cpu-py311"] for name, found in labels.items()} == {

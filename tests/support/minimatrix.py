@@ -19,6 +19,7 @@ url = "https://example.org/notes"
 name = "Ubuntu 24.04"
 python = "3.12"
 package_manager = "apt"
+sources = ["notes"]
 
 [families.nvidia]
 name = "NVIDIA GPU"
@@ -30,6 +31,7 @@ host_tools = ["nvidia-smi"]
 kernel_modules = ["nvidia"]
 arch_pattern = "sm_[0-9]{2,3}"
 wheel_tag_format = "cu{major}{minor}"
+sources = ["notes"]
 
 [families.amd]
 name = "AMD GPU"
@@ -41,6 +43,7 @@ host_tools = ["amd-smi"]
 kernel_modules = ["amdgpu"]
 arch_pattern = "gfx[0-9a-f]{3,4}"
 no_sku_driver_min = "the ROCm release decides the amdgpu range"
+sources = ["notes"]
 
 [skus.h100]
 family = "nvidia"
@@ -121,6 +124,7 @@ requirements.packages = ["pytest==9.2.0"]
 tests = ["tests/devices/test_nvidia_devices.py"]
 framework = { name = "pytest", version = "9.2.0", source = "lock" }
 ci_tier = "pr"
+sources = ["notes"]
 
 [envs.gpu-amd-rocm70]
 family = "amd"
@@ -135,4 +139,5 @@ requirements.packages = ["pytest==9.2.0"]
 tests = ["tests/devices/test_amd_devices.py"]
 framework = { name = "pytest", version = "9.2.0", source = "lock" }
 ci_tier = "nightly"
+sources = ["notes"]
 """

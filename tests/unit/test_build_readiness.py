@@ -125,7 +125,8 @@ def test_every_blocker_is_named_at_once_each_with_its_fix(
         f"  - its base image {CUDA_BASE} is not on the engine and could not be pulled: "
         'Get "https://registry-1.docker.io/v2/": no such host\n'
         f"    fix: docker pull {CUDA_BASE} where its registry can be reached (or docker load a saved copy); if none "
-        "can be, build on a local stand-in: accelenv base make gpu-nvidia-cu126 (README: Images without a registry)\n"
+        "can be, build on a local stand-in: accelenv base make gpu-nvidia-cu126 "
+        "(docs/images.md: Images without a registry)\n"
     ) in out
     assert (
         "  - envs/gpu-nvidia-cu126/os-packages.lock is missing: the base "

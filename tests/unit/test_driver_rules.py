@@ -251,3 +251,112 @@ sources = ["notes"]
     warned = [(p.path, p.rule) for p in problems(older) if p.severity is Severity.WARNING and p.rule != "unpinned"]
     # 12.9 is unused and not the newest: retire it; 13.5 is unused but the family's newest: kept
     assert warned == [("runtimes.cuda-12-9", "support-window")]
+
+
+# ------------------------------------------------------------------------- the version space hosts report
+
+
+@pytest.mark.parametrize(
+    ("floor", "message"),
+    [
+        (
+            "30.10",  # the driver package release, as AMD's compatibility pages name it
+            (
+                "driver_min 30.10 is the number of the driver release 'AMD GPU driver 30.10.x', not the amdgpu version "
+                'hosts report, so check would fail every host that has it: write driver_min = "6.14" (what '
+                "[drivers.amdgpu-30-10] says it reports)"
+            ),
+        ),
+        (
+            "30.20.1",
+            (
+                "driver_min 30.20.1 is the number of the driver release 'AMD GPU driver 30.20.x', not the amdgpu "
+                'version hosts report, so check would fail every host that has it: write driver_min = "6.16" (what '
+                "[drivers.amdgpu-30-20] says it reports)"
+            ),
+        ),
+        (
+            "6.4",  # the ROCm release the pre-30 driver was numbered after
+            (
+                "driver_min 6.4 is the number of the driver release 'ROCm 6.4.x amdgpu', not the amdgpu version hosts "
+                'report, so check would fail every host that has it: write driver_min = "6.12" (what '
+                "[drivers.amdgpu-rocm-6-4] says it reports)"
+            ),
+        ),
+        (
+            "7.0.2",  # the runtime's own version
+            (
+                "driver_min 7.0.2 is the version of the runtime ROCm 7.0.2, not the amdgpu version hosts report: write "
+                "the amdgpu version of the oldest driver release that supports it (ROCm 6.4.x amdgpu reports 6.12; "
+                "AMD GPU driver 30.10.x reports 6.14; AMD GPU driver 30.20.x reports 6.16)"
+            ),
+        ),
+        (
+            "31.10",  # a release the matrix does not list, in the same numbering
+            (
+                "driver_min 31.10 is in the numbering of the family's driver releases, not the amdgpu version hosts "
+                "report: write the version the release reports (ROCm 6.4.x amdgpu reports 6.12; AMD GPU driver 30.10.x "
+                "reports 6.14; AMD GPU driver 30.20.x reports 6.16)"
+            ),
+        ),
+    ],
+)
+def test_an_amd_floor_in_another_numbering_is_refused(floor: str, message: str) -> None:
+    text = MINI.replace('pci_device_ids = ["0x74a1"]\n', f'pci_device_ids = ["0x74a1"]\ndriver_min = "{floor}"\n', 1)
+    assert [e for e in errors(text) if e[1] == "driver-space"] == [("skus.mi300x.driver_min", "driver-space", message)]
+
+
+@pytest.mark.parametrize("floor", ["6.14.14", "6.14", "6.10.5", "6.16.6", "7.1.9"])
+def test_an_amd_floor_hosts_report_is_accepted(floor: str) -> None:
+    text = MINI.replace('pci_device_ids = ["0x74a1"]\n', f'pci_device_ids = ["0x74a1"]\ndriver_min = "{floor}"\n', 1)
+    assert [e for e in errors(text) if e[1] == "driver-space"] == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path"),
+    [
+        ('driver = { releases = ["amdgpu-rocm-6-4", "amdgpu-30-10"] }', 'driver = { min = "30.10" }', "min"),
+        (
+            'driver = { releases = ["amdgpu-rocm-6-4", "amdgpu-30-10"] }',
+            'driver = { accepted = ["30.10.1"] }',
+            "accepted[0]",
+        ),
+        (
+            'driver = { releases = ["amdgpu-rocm-6-4", "amdgpu-30-10"] }',
+            'driver = { min = "6.12", max = "31.0" }',
+            "max",
+        ),
+    ],
+)
+def test_a_runtime_driver_bound_in_another_numbering_is_refused(old: str, new: str, path: str) -> None:
+    text = MINI.replace(old, new, 1)
+    assert [e[0] for e in errors(text) if e[1] == "driver-space"] == [f"runtimes.rocm-7-0.driver.{path}"]
+
+
+def test_a_family_without_driver_releases_is_not_judged_by_this_rule() -> None:
+    text = MINI.replace('driver_min = "580.82.07"', 'driver_min = "30.10"', 1)  # NVIDIA: no [drivers.*] of its own
+    assert [e for e in errors(text) if e[1] == "driver-space"] == []
+
+
+# ------------------------------------------------------------------------------------- every fact cites a source
+
+
+@pytest.mark.parametrize(
+    ("entry", "path"),
+    [
+        ("[os.ubuntu24]", "os.ubuntu24.sources"),
+        ("[families.amd]", "families.amd.sources"),
+        ("[skus.mi300x]", "skus.mi300x.sources"),
+        ("[drivers.amdgpu-30-10]", "drivers.amdgpu-30-10.sources"),
+        ("[runtimes.rocm-7-0]", "runtimes.rocm-7-0.sources"),
+        ("[envs.gpu-amd-rocm70]", "envs.gpu-amd-rocm70.sources"),
+    ],
+)
+def test_an_entry_without_sources_is_refused_under_strict(entry: str, path: str) -> None:
+    head, _, rest = MINI.partition(entry)
+    body, sep, tail = rest.partition("\n[")
+    text = head + entry + body.replace('sources = ["notes"]\n', "") + sep + tail
+    uncited = [p for p in problems(text) if p.rule == "uncited"]
+    assert [(p.path, p.severity, str(p.category)) for p in uncited] == [(path, Severity.WARNING, "change")]
+    assert uncited[0].message.startswith('cites no source: add sources = ["<id>"]')
+    assert [p for p in problems(MINI) if p.rule == "uncited"] == []

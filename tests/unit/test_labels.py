@@ -490,11 +490,15 @@ def test_labels_command_writes_a_snapshots_labels_atomically(tmp_path: Path, mat
     assert buffer.getvalue() == f"{out}: 9 label(s)\n"
     parsed = yaml.safe_load(out.read_text())
     assert parsed[P + "tpu-slice"] == "my-slice-7"
-    assert parsed[P + "env.tpu-jax-0-12"] == str(
-        __import__("accelenv.check.verdict", fromlist=["verdict"]).verdict(
-            check(matrix, matrix.envs["tpu-jax-0-12"], report)
-        )
-    )
+    from accelenv.check.subject import judge_with_own_python
+    from accelenv.check.verdict import verdict
+
+    # a snapshot recorded the Python that took it, not the environment's: the label is the host checks' verdict
+    findings, judged = judge_with_own_python(matrix, matrix.envs["tpu-jax-0-12"], report, host="h", own=None)
+    assert parsed[P + "env.tpu-jax-0-12"] == str(verdict(findings))
+    assert judged.kind == "not judged"
+    assert "# env.tpu-jax-0-12: judged: snapshot " in out.read_text()
+    assert "the Python checks were not judged: a snapshot records the Python that took it" in out.read_text()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".labels")] == []
 
 

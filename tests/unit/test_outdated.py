@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -238,7 +239,7 @@ def test_render_table_lines_up_findings_and_lists_problems() -> None:
         "package  cpu-py311      ray     2.58.0   2.60.0  https://pypi.org/simple",
         "runtime  libtpu-0-0-32  libtpu  0.0.32   0.0.52  https://pypi.org/simple",
     ]
-    assert "1 could not be checked:\n  cpu-py311: pytest: GET x failed: boom\n" in text
+    assert "1 line(s) could not be checked:\n  cpu-py311: pytest: GET x failed: boom\n" in text
     assert text.endswith("runtimes not checked (no machine-readable release source): gaudi\n")
     assert render_table([], []).startswith(
         "every pinned package and runtime checked is current, or held back by the support window\n"
@@ -630,6 +631,60 @@ def test_problems_are_grouped_and_reach_every_format(matrix: Matrix) -> None:
     assert "### Could not be checked" in github
     assert f"- {line}" in github
     assert github.startswith("No newer releases found. 1 line(s) below could not be checked")
+
+
+def _headed_counts(text: str) -> list[tuple[int, int]]:
+    """Every `N ...:` line that heads an indented list, with the number of indented lines under it."""
+    lines = text.splitlines()
+    counts = []
+    for at, line in enumerate(lines):
+        match = re.fullmatch(r"(\d+) .*:", line)
+        if match is None:
+            continue
+        under = 0
+        for below in lines[at + 1 :]:
+            if not below.startswith("  "):
+                break
+            under += 1
+        counts.append((int(match.group(1)), under))
+    return counts
+
+
+HELD = dataclasses.replace(RAY, held="the support window keeps 2.58")
+PYPI_PROBLEMS = [
+    Problem(
+        env="cpu-py311",
+        name=name,
+        index="https://pypi.org/simple",
+        message=f"GET https://pypi.org/simple/{name}/ failed: boom",
+    )
+    for name in ("pytest", "ray", "numpy")
+]
+
+
+@pytest.mark.parametrize(
+    ("findings", "problems"),
+    [
+        ([RAY], PYPI_PROBLEMS[:1]),
+        ([RAY, HELD], PYPI_PROBLEMS),  # three pins of one environment, one cause: one line
+        ([], [*PYPI_PROBLEMS, Problem(env="cpu-py312", name="ray", index="x", message="no index has ray (asked x)")]),
+        ([HELD, dataclasses.replace(HELD, name="torch")], PYPI_PROBLEMS[:2]),
+    ],
+)
+def test_every_count_in_the_table_matches_the_lines_under_it(findings: list[Finding], problems: list[Problem]) -> None:
+    text = render_table(findings, problems)
+    counts = _headed_counts(text)
+    assert counts, text
+    assert all(stated == shown for stated, shown in counts), text
+    github = render_github(findings, problems)
+    said = re.search(r"(\d+) line\(s\) below could not be checked", github)
+    if said is not None:
+        assert int(said.group(1)) == github.count("\n- "), github
+
+
+def test_grouped_pins_are_counted_as_lines_and_named_as_pins() -> None:
+    text = render_table([], PYPI_PROBLEMS)
+    assert "1 line(s) could not be checked (3 pins; one line per environment and cause):" in text
 
 
 def test_release_sources_beyond_the_indexes(matrix: Matrix) -> None:

@@ -15,8 +15,7 @@ from accelenv.cli import COMMANDS, build_parser, main
 from accelenv.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", REPO / "docs" / "adding-an-accelerator.md", REPO / "docs" / "scheduling.md"]
-DOCS += [REPO / "docs" / "ci.md", REPO / "docs" / "contributing-hardware.md"]
+DOCS = [REPO / "README.md", *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "compatibility.md")]
 
 
 def console_commands(path: Path) -> list[tuple[int, str, list[str]]]:
@@ -119,3 +118,17 @@ def test_the_validate_example_prints_what_the_readme_shows() -> None:
     assert expected_part is not None
     figures = any_skus.sub("N SKUs", expected_part.group(0))
     assert any_skus.sub("N SKUs", printed_part.group(0)) == figures, f"update {where}"
+
+
+def test_the_contents_link_to_the_readmes_sections() -> None:
+    """Every `(#anchor)` of the README is one of its headings, slugged as GitHub does; every docs/ page the README
+    names as a path exists or is one of the pages named as coming (listed here, so a typo still fails)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    headings = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("## ")]
+    slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    anchors = re.findall(r"\]\(#([^)]+)\)", text)
+    assert anchors
+    assert [a for a in anchors if a not in slugs] == []
+    coming = {"ci.md", "results.md", "transports.md", "cluster.md", "kubernetes.md", "contributing-hardware.md"}
+    named = set(re.findall(r"docs/([a-z-]+\.md)", text))
+    assert [n for n in sorted(named) if not (REPO / "docs" / n).is_file() and n not in coming] == []

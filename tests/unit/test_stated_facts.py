@@ -16,7 +16,7 @@ from reference import REFERENCE_MATRIX
 from accelenv.check.checks import check
 from accelenv.check.verdict import Status
 from accelenv.host.discover import discover, match_sku
-from accelenv.host.probes import amd, nvidia, tpu
+from accelenv.host.probes import amd, neuron, nvidia, tpu
 from accelenv.host.probes.nvidia import QUERY_FIELDS
 from accelenv.host.report import HostReport, PythonInfo
 from accelenv.host.root import Root
@@ -199,6 +199,58 @@ def test_neuron_pci_id_wins_over_the_instance_type(tmp_path: Path, matrix: Matri
         modules={"neuron": "2.26.5.0"},
     )
     assert report.accelerators[0].devices[0].sku == "trn1"
+
+
+TRN2_LNC2 = (CAPTURES / "neuron-ls-j__Difflet-tests__trn2.3xlarge-lnc2.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("where", "json_output", "table"),
+    [
+        ("inside each device entry (newer neuron-ls -j)", TRN2_LNC2, None),
+        (
+            "on the table's first lines",
+            TRN2_LNC2.replace('"instance_type": "trn2.3xlarge",', ""),
+            "instance-type: trn2.3xlarge\n",
+        ),
+        (
+            "on a line before the JSON",
+            "instance-type: trn2.3xlarge\n" + TRN2_LNC2.replace('"instance_type": "trn2.3xlarge",', ""),
+            None,
+        ),
+    ],
+)
+def test_neuron_instance_type_settles_the_sku_wherever_neuron_ls_puts_it(
+    tmp_path: Path, matrix: Matrix, where: str, json_output: str, table: str | None
+) -> None:
+    outputs: dict[str, str | ToolResult] = {"neuron-ls --json-output": json_output}
+    if table is not None:
+        outputs["neuron-ls"] = table
+    report = host(
+        tmp_path,
+        matrix,
+        "neuron",
+        outputs,
+        pci=[Pci("0000:33:00.0", "0x1d0f", "0x7fff", driver="neuron")],  # an id the matrix does not list
+        modules={"neuron": "2.26.5.0"},
+    )
+    (acc,) = report.accelerators
+    (device,) = acc.devices
+    assert (device.sku, device.memory_mib) == ("trn2", 98304), where
+    assert acc.extra["instance_type"] == "trn2.3xlarge"
+
+
+def test_neuron_instance_type_in_an_entry_is_checked_like_any_value() -> None:
+    bad = TRN2_LNC2.replace('"trn2.3xlarge"', '"trn2 3xlarge; rm"')
+    with pytest.raises(Exception, match="'instance_type': expected an EC2 instance type"):
+        neuron.parse_neuron_ls_json(bad)
+    notes: list[str] = []
+    (device,) = neuron.parse_neuron_ls_json(bad, notes)
+    assert "instance_type" not in device.extra
+    assert notes == [
+        "neuron-ls --json-output: device entry 0: 'instance_type': expected an EC2 instance type, found "
+        + notes[0].split("found ", 1)[1]
+    ]
 
 
 # ---- class 6: placeholders in name fields ---------------------------------------------------------------------------

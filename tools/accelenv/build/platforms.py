@@ -146,7 +146,7 @@ def import_root(engine: DockerEngine, archive: str, reference: str, platform: st
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m accelenv.build.platforms ROOTFS.tar REFERENCE --platform linux/arm64`: a stand-in base image of a
-    foreign platform, for machines that reach no registry (the recipe is in the README)."""
+    foreign platform, for machines that reach no registry (the recipe is in docs/images.md)."""
     import argparse
 
     from accelenv.build.engine import EngineError, connect

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from accelenv.build.overrides import Override
     from accelenv.matrix.model import Environment, Matrix
 
-NO_REGISTRY_HELP = "README: Images without a registry"
+NO_REGISTRY_HELP = "docs/images.md: Images without a registry"
 
 
 @frozen
@@ -172,7 +172,7 @@ def plan_env(
                 Blocker(
                     what=f"its base image {reference} for {platform} is not on the engine as {local}",
                     fix=f"docker pull --platform {platform} {reference} && docker tag {reference} {local}, then "
-                    f"docker pull {reference} again for this machine (README: Other platforms)",
+                    f"docker pull {reference} again for this machine (docs/images.md: Other platforms)",
                 )
             )
         elif image_platform(found) != platform:

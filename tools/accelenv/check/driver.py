@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion
 
 from accelenv.check.verdict import Finding, Status
 from accelenv.matrix.driver_branches import below_floor
+from accelenv.matrix.driver_need import driver_need
 from accelenv.matrix.model import LiteralVersion
 
 if TYPE_CHECKING:
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
     from accelenv.host.report import Accelerator, HostReport
-    from accelenv.matrix import Family, Matrix, Runtime, Sku
+    from accelenv.matrix import Family, Matrix, Runtime
+    from accelenv.matrix.driver_need import DriverNeed
 
 _NUMERIC = re.compile(r"\d+(?:\.\d+)*")
 
@@ -88,9 +90,10 @@ def driver_version(
     rule = runtime.driver
     floors = [(matrix.skus[d.sku], matrix.skus[d.sku].driver_min) for d in acc.devices if d.sku]
     sku_floors = {sku.id: (sku, floor) for sku, floor in floors if floor is not None}
+    needs = {sku_id: driver_need(matrix, runtime, sku) for sku_id, (sku, _) in sku_floors.items()}
     if not (rule.min or rule.compat_min or rule.max or rule.accepted or rule.releases or sku_floors):
         return
-    expected = _describe_rule(matrix, runtime, sku_floors)
+    expected = _describe_rule(matrix, runtime, needs)
     found = numeric_version(acc.driver_version)
     if found is None:
         module = family.kernel_modules[0] if family.kernel_modules else None
@@ -163,7 +166,7 @@ def driver_version(
         else:
             warn.append(f"{named} is not among the drivers documented for {runtime.name} ({span})")
     status = Status.FAIL if fail else Status.WARN if warn else Status.PASS
-    needed = max([v for v in (rule.min, *(f for _, f in sku_floors.values())) if v is not None], default=None)
+    needed = max([v for v in (rule.min, *(n.full for n in needs.values() if n.raised)) if v is not None], default=None)
     if fail and oldest_release is not None and (needed is None or LiteralVersion(oldest_release.reports) > needed):
         fix = f"install {oldest_release.release} or newer, or use an older runtime's environment"
     elif fail:
@@ -189,7 +192,7 @@ def _has_prefix(version: str, prefix: str) -> bool:
     return version == prefix or version.startswith(prefix + ".") or version.startswith(prefix + "-")
 
 
-def _describe_rule(matrix: Matrix, runtime: Runtime, sku_floors: Mapping[str, tuple[Sku, Version]]) -> str:
+def _describe_rule(matrix: Matrix, runtime: Runtime, needs: Mapping[str, DriverNeed]) -> str:
     rule = runtime.driver
     parts = []
     documented = [matrix.drivers[r] for r in rule.releases if r in matrix.drivers]
@@ -203,7 +206,8 @@ def _describe_rule(matrix: Matrix, runtime: Runtime, sku_floors: Mapping[str, tu
         parts.append(f"< {rule.max}")
     if rule.accepted:
         parts.append(f"known good: {', '.join(rule.accepted)}")
-    parts += [f"{sku} >= {floor}" for sku, (_, floor) in sorted(sku_floors.items())]
+    # only a SKU whose own floor is above the runtime's (driver_need: what show prints for it too)
+    parts += [f"{sku} >= {need.runs_from}" for sku, need in sorted(needs.items()) if need.raised]
     return " ".join(parts)
 
 

@@ -54,9 +54,16 @@ OWN_NAMES = (*FACT_KEYS, "nvlink-cluster", "nvlink-clique", "nvlink-domain", "sc
 class LabelSet:
     labels: dict[str, str]
     encoded: dict[str, str] = field(default_factory=dict)  # key -> the value before encoding, where it did not fit
+    judged: dict[str, str] = field(default_factory=dict)  # env id -> what its verdict judged (check.subject)
 
     def as_json(self) -> dict[str, object]:
-        return {"labels": dict(sorted(self.labels.items())), "encoded": dict(sorted(self.encoded.items()))}
+        found: dict[str, object] = {
+            "labels": dict(sorted(self.labels.items())),
+            "encoded": dict(sorted(self.encoded.items())),
+        }
+        if self.judged:
+            found["judged"] = dict(sorted(self.judged.items()))
+        return found
 
 
 def encode_value(text: str) -> str:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from accelenv import records
 from accelenv.check.checks import check
 from accelenv.check.labels import LabelSet, node_labels
+from accelenv.check.subject import judge_with_own_python
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from accelenv.host.fabric import NvlinkDomain
+    from accelenv.host.interpreter import OwnPython
     from accelenv.host.report import HostReport
     from accelenv.host.run import Runner
     from accelenv.matrix.model import Environment, Matrix
@@ -59,11 +62,22 @@ def labels_for(
     runner: Runner | None = None,
     fabric: bool = True,
     metadata: dict[str, str] | None = None,
+    own: Mapping[str, OwnPython | None] | None = None,
+    host: str = "the host",
 ) -> tuple[LabelSet, list[str]]:
     """The node's label set from the findings `check` returns for each environment, and notes on what could not
-    be read (the fabric of an NVIDIA host)."""
+    be read (the fabric of an NVIDIA host). With `own` (environment -> its own interpreter; `accelenv labels`),
+    each verdict judges the host and that interpreter, never the report's Python (check.subject), and the set
+    says what each judged; without (a Ray worker, whose Python is the environment's), the report's Python."""
     family = host_family(matrix, report)
-    verdicts = {env.id: check(matrix, env, report) for env in environments(matrix, family, chosen)}
+    judged: dict[str, str] = {}
+    verdicts = {}
+    for env in environments(matrix, family, chosen):
+        if own is None:
+            verdicts[env.id] = check(matrix, env, report)
+            continue
+        verdicts[env.id], said = judge_with_own_python(matrix, env, report, host=host, own=own.get(env.id))
+        judged[env.id] = said.words()
     from accelenv.check.labels import OWN_NAMES
 
     notes = [f"platform fact {name} ignored: only the node says its {name}" for name in sorted(metadata or {})
@@ -73,4 +87,5 @@ def labels_for(
         domain, why = fabric_domain(report, runner)
         if why:
             notes.append(f"NVLink fabric not read: {why}")
-    return node_labels(report, verdicts, family=family, nvlink=domain, metadata=metadata), notes
+    found = node_labels(report, verdicts, family=family, nvlink=domain, metadata=metadata)
+    return (records.replace(found, judged=judged) if judged else found), notes

@@ -47,12 +47,16 @@ def verdict(findings: list[Finding]) -> Status:
     return Status.PASS
 
 
-def verdict_json(env: str, findings: list[Finding], *, source: str) -> dict[str, Any]:
+def verdict_json(
+    env: str, findings: list[Finding], *, source: str, judged: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """`judged`: what the verdict judged (`check.subject.Judged.as_json`), when known."""
     counts = {str(s): sum(1 for f in findings if f.status is s) for s in Status}
     return {
         "env": env,
         "verdict": str(verdict(findings)),
         "source": source,
+        **({"judged": judged} if judged is not None else {}),
         "counts": counts,
         "checks": [f.as_json() for f in findings],
     }

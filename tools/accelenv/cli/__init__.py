@@ -187,7 +187,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
                 name, help=entry.summary, description=entry.summary, epilog=spec.epilog, formatter_class=formatter
             )
             spec.arguments(p)
-            p.set_defaults(spec=spec)
+            p.set_defaults(spec=spec, command_parser=p)  # its own usage for what it refuses
         elif selected not in COMMANDS:
             sub.add_parser(name, help=entry.summary, add_help=False, formatter_class=formatter)
     return parser
@@ -309,10 +309,10 @@ def _dispatch(words: list[str], trailing: list[str] | None, stdout: TextIO) -> i
             if spec.takes_assignments and all("=" in e and not e.startswith("-") for e in extra):
                 args.assignments = [*args.assignments, *extra]
             else:
-                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+                args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if trailing is not None:
             if not spec.takes_command:
-                parser.error("`--` only goes with `accelenv run ENV -- COMMAND`")
+                args.command_parser.error("`--` only goes with `accelenv run ENV -- COMMAND`")
             args.command = trailing
         if spec.takes_command:  # `accelenv run`: the command's own output, colours included, passes through
             stdout = getattr(stdout, "target", stdout)
@@ -331,8 +331,6 @@ def _dispatch(words: list[str], trailing: list[str] | None, stdout: TextIO) -> i
     except KeyboardInterrupt:
         _say("accelenv: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 0
     except OSError as error:  # a file or stream the command used failed underneath it: say which, and why
         where = f"{error.filename}: " if error.filename else ""
         _say(f"accelenv: {where}{error.strerror or error}\n")
@@ -375,8 +373,9 @@ def _terminate_as_interrupt() -> signal._HANDLER | None:
 
 
 def _finish(stdout: TextIO, target: TextIO, code: int) -> int:
-    """Flush what the command printed; a stream that cannot take it is an error (rc 1), a closed pipe is not.
-    Either way the stream is pointed at /dev/null, so the interpreter's own last flush stays quiet."""
+    """Flush what the command printed; a stream that cannot take it is an error (rc 1); a closed pipe keeps the
+    command's own status (its verdict). Either way the stream is pointed at /dev/null, so the interpreter's own
+    last flush stays quiet."""
     from accelenv.cli.output import OutputFailedError
 
     if getattr(stdout, "failed", False):  # the command's own write failed, and it said so
@@ -384,12 +383,12 @@ def _finish(stdout: TextIO, target: TextIO, code: int) -> int:
         return code
     try:
         stdout.flush()
-    except BrokenPipeError:
-        _silence(target)
     except OutputFailedError as error:
         _silence(target)
         _say(f"accelenv: {error}\n")
         return error.exit_code
+    if getattr(stdout, "failed", False):  # the reader closed the pipe during the last flush
+        _silence(target)
     return code
 
 

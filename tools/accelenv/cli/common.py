@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
+    from accelenv.host.interpreter import OwnPython
     from accelenv.host.report import HostReport
-    from accelenv.matrix.model import Matrix
+    from accelenv.matrix.model import Environment, Matrix
 
 
 MAX_SECONDS = 86400.0  # the longest timeout a command accepts (a day)
@@ -160,6 +161,26 @@ def host_report(
     tpu_here = report.accelerator("tpu")
     tpu = tpu_here is not None and bool(tpu_here.devices)
     return records.replace(report, platform=gather(root, os.environ, clouds=bool(args.metadata), tpu=tpu))
+
+
+def own_pythons(args: argparse.Namespace, matrix: Matrix, envs: list[Environment]) -> dict[str, OwnPython | None]:
+    """Each environment's own interpreter on this host (check.subject: what `which` and `labels` judge); None for
+    every one when judging a snapshot (it recorded only the Python that took it)."""
+    if getattr(args, "snapshot", None):
+        return dict.fromkeys((e.id for e in envs), None)
+    import os
+
+    from accelenv.host.interpreter import own_python
+    from accelenv.host.run import ToolRunner
+    from accelenv.plan.interpreters import find_interpreter
+
+    runner, repo = ToolRunner(timeout=args.timeout), repo_of(args)
+    return {e.id: own_python(matrix, e, repo, runner, python_here=find_interpreter, environ=os.environ) for e in envs}
+
+
+def host_words(args: argparse.Namespace, report: HostReport) -> str:
+    """The machine a verdict judged, in words: the snapshot's file, or this host with its root."""
+    return f"snapshot {args.snapshot}" if getattr(args, "snapshot", None) else f"host (root {report.root})"
 
 
 def snapshot_file(path: Path) -> Path:

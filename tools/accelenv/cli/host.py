@@ -12,13 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from accelenv import records
-from accelenv.cli.common import Command, host_options, host_report, matrix_of, seconds
+from accelenv.cli.common import Command, host_options, host_report, host_words, matrix_of, own_pythons, seconds
 from accelenv.cli.output import dump_json, findings, table
+from accelenv.excerpts import clip
 from accelenv.matrix.load import find_matrix
 
 if TYPE_CHECKING:
     import argparse
 
+    from accelenv.check.subject import Judged
+    from accelenv.cluster.ray import NodeResult
+    from accelenv.host.report import HostReport
     from accelenv.matrix.model import Matrix
 
 
@@ -162,6 +166,12 @@ def check_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no device of the family is a skip, not a failure (laptops; CI never sets this)",
     )
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        help="judge this interpreter's version and packages (a virtualenv's bin/python) instead of the one running "
+        "accelenv",
+    )
 
 
 def check(args: argparse.Namespace, out: TextIO) -> int:
@@ -180,6 +190,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.model import Requires
 
     report = host_report(args, matrix, [env.family], topology=env.requires != Requires())
+    report, judged = _judged_python(args, report)
     found = check_env(matrix, env, report, host_only=args.host_only)
     if not args.snapshot:  # in a Kubernetes pod: what the scheduler allocated (DRA device metadata), judged too
         from accelenv.host.root import Root
@@ -194,11 +205,11 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
             for f in found
         ]
     source = f"snapshot {args.snapshot}" if args.snapshot else f"host (root {report.root})"
-    result = verdict_json(env.id, found, source=source)
+    result = verdict_json(env.id, found, source=source, judged=judged.as_json())
     if args.json or args.format == "json":
         dump_json(result, out)
     else:
-        out.write(f"accelenv check {env.id} on {source}\n")
+        out.write(f"accelenv check {env.id} on {source}\n{judged.words()}\n")
         findings(found, out, id_width=28)
         counts = result["counts"]
         out.write(
@@ -206,6 +217,32 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
             f"{counts['fail']} failed, {counts['skip']} skipped)\n"
         )
     return 1 if result["verdict"] == "fail" else 0
+
+
+def _judged_python(args: argparse.Namespace, report: HostReport) -> tuple[HostReport, Judged]:
+    """The report with the Python `check` judges (--python's, else the one running accelenv, else the one a
+    snapshot recorded), and what was judged (check.subject)."""
+    import sys
+
+    from accelenv.check.subject import interpreter, not_judged
+
+    host = f"snapshot {args.snapshot}" if args.snapshot else f"host (root {report.root})"
+    if args.host_only:
+        return report, not_judged(host, "--host-only")
+    if args.python:
+        from accelenv.errors import UsageError
+        from accelenv.host.interpreter import read_interpreter
+        from accelenv.host.run import ToolRunner
+
+        read = read_interpreter(ToolRunner(timeout=args.timeout), args.python)
+        if isinstance(read, str):
+            raise UsageError(f"--python: {read}")
+        info, prefix = read
+        return records.replace(report, python=info), interpreter(host, info, prefix=prefix)
+    if args.snapshot:
+        return report, interpreter(host, report.python, prefix=None, recorded=True)
+    prefix = sys.prefix if sys.prefix != sys.base_prefix else None
+    return report, interpreter(host, report.python, prefix=prefix)
 
 
 def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
@@ -223,9 +260,9 @@ def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
         counts.append(f"{len(cluster['drained'])} drained, not counted")
     lines = ["; ".join(counts)]
     for node_id, differences in sorted(cluster["differences"].items()):
-        lines.append(f"  {node_id[:12]}: " + "; ".join(differences))
+        lines.append(f"  {clip(node_id, 13)}: " + "; ".join(differences))
     for label, said in cluster.get("disagreements", {}).items():
-        lines.append(f"  {label}: " + ", ".join(f"{v} ({n[:12]})" for n, v in sorted(said.items())))
+        lines.append(f"  {label}: " + ", ".join(f"{v} ({clip(n, 13)})" for n, v in sorted(said.items())))
     for domain in cluster.get("domains", []):
         state = "; ".join(domain["problems"]) or "complete, agreeing"
         lines.append(f"{domain['kind']} {domain['name']}: {len(domain['nodes'])} node(s); {state}")
@@ -252,21 +289,26 @@ def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextI
     elif args.json or args.format == "json":
         dump_json({"env": env_id, "cluster": cluster, "nodes": [r.as_json() for r in results]}, out)
     else:
-        rows = [
-            [
-                r.node_id[:12],
-                r.address,
-                r.verdict,
-                str(r.devices),
-                f"{r.ray_count:g}" if r.ray_count is not None else "-",
-                r.driver or "-",
-                ", ".join(r.failing + r.problems)[:100] or "-",
-            ]
-            for r in results
-        ]
+        rows = ray_rows(results)
         table(rows, ["NODE", "ADDRESS", "VERDICT", "DEVICES", "RAY", "DRIVER", "FAILING"], out)
         out.write(cluster_lines(cluster, env_id))
     return 0 if cluster["conforming"] == cluster["nodes"] else 1
+
+
+def ray_rows(results: list[NodeResult]) -> list[list[str]]:
+    """`check --ray`'s table rows, one per node; a cell cut to fit says so (`…`) and keeps whole words."""
+    return [
+        [
+            clip(r.node_id, 13),
+            r.address,
+            r.verdict,
+            str(r.devices),
+            f"{r.ray_count:g}" if r.ray_count is not None else "-",
+            r.driver or "-",
+            clip(", ".join(r.failing + r.problems), 100) or "-",
+        ]
+        for r in results
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------- which
@@ -283,19 +325,31 @@ def which(args: argparse.Namespace, out: TextIO) -> int:
 
     matrix = matrix_of(args)
     report = host_report(args, matrix)
-    ranked = rank_environments(matrix, report)
+    own = own_pythons(args, matrix, list(matrix.envs.values()))
+    ranked = rank_environments(matrix, report, own, host=host_words(args, report))
     if args.json:
         dump_json(ranked, out)
         return 0
+    out.write(
+        f"judged: {host_words(args, report)} and each environment's own interpreter (its session's virtualenv, "
+        "or inside its image the image's), never the Python running this command; PYTHON says which\n"
+    )
     if not any(r["runnable"] for r in ranked):
         out.write("no environment of the matrix can run on this host\n")
     rows = [
-        [r["id"] + (" *" if r["default"] else ""), r["family"], r["verdict"], r["reason"]]
+        [r["id"] + (" *" if r["default"] else ""), r["family"], r["verdict"], _python_cell(r["judged"]), r["reason"]]
         for r in ranked
         if r["runnable"] or args.all
     ]
-    table(rows, ["ENVIRONMENT", "FAMILY", "HOST VERDICT", "WHY"], out)
+    table(rows, ["ENVIRONMENT", "FAMILY", "VERDICT", "PYTHON", "WHY"], out)
     return 0
+
+
+def _python_cell(judged: dict[str, str]) -> str:
+    """The PYTHON column of `which`: the interpreter kind judged (its folder for a virtualenv), or `not judged`."""
+    if judged["python_kind"] == "virtualenv":
+        return "venv " + judged["python"].removeprefix("the virtualenv ").split(" (", 1)[0]
+    return judged["python_kind"]
 
 
 COMMANDS = {

@@ -240,6 +240,7 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.build.engine import connect
     from accelenv.build.images import verify_image
     from accelenv.build.platforms import arch_of, emulation_problem, host_platform, platforms_for
+    from accelenv.check.subject import Judged
     from accelenv.check.verdict import verdict_json
     from accelenv.matrix.resolve import get_env
 
@@ -261,11 +262,12 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
         found += _devices_finding(engine, matrix, env, args)
     if override is not None:
         found.append(overrides.standin_finding(matrix, env, override))
-    result = verdict_json(env.id, found, source=f"image {reference}")
+    judged = Judged(host=f"image {reference}", kind="image", python="the image's own interpreter")
+    result = verdict_json(env.id, found, source=f"image {reference}", judged=judged.as_json())
     if args.json:
         dump_json(result, out)
     else:
-        out.write(f"accelenv verify {env.id}: {reference}\n")
+        out.write(f"accelenv verify {env.id}: {reference}\n{judged.words()}\n")
         findings(found, out, id_width=22, details=("fail",))
         out.write(f"verdict: {result['verdict']}\n")
     return 1 if result["verdict"] == "fail" else 0

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from accelenv.cli.common import Command, matrix_of, repo_of, seconds
 from accelenv.cli.output import dump_json
+from accelenv.excerpts import clip
 
 if TYPE_CHECKING:
     import argparse
@@ -228,7 +229,7 @@ class _OsLocker:
             return f"{warning}: {error}"
         try:
             if code != 0:
-                raise ValueError(f"apt exited {code}: {' '.join(lines[-3:])[:400]}")
+                raise ValueError(f"apt exited {code}: {clip(' '.join(lines[-3:]), 400)}")
             architecture, found = parse_apt_output("\n".join(lines) + "\n")
             if architecture != DPKG_ARCHITECTURES[platform]:
                 raise ValueError(f"dpkg in the base says {architecture}, not {DPKG_ARCHITECTURES[platform]}")

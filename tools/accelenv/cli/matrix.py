@@ -254,7 +254,11 @@ def _show_lines(data: dict[str, Any], lock: str | None = None) -> list[str]:
     lines.append("  skus")
     width = max((len(sku["id"]) for sku in data["skus"]), default=0) + 2
     for sku in data["skus"]:
-        extra = f", needs driver >= {sku['driver_floor']}" if sku["driver_min"] else ""
+        extra = ""
+        if sku["driver_raised"]:  # the SKU's own floor decides, not the runtime's (the one check applies)
+            extra = f", needs driver >= {sku['driver_runs_from']}"
+            if sku["driver_floor"] != sku["driver_runs_from"]:
+                extra += f" ({sku['driver_floor']} for the full feature set)"
         if sku["ray_accelerator_type"]:
             extra += ", Ray: " + "/".join(sorted(set(sku["ray_accelerator_type"].values())))
         lines.append(f"    {sku['id']:<{width}}{sku['name']} ({sku['arch']}{extra})")

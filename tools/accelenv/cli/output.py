@@ -28,7 +28,8 @@ class OutputFailedError(AccelenvError):
 class SafeText:
     """A text stream in front of `target` that redacts secrets and neutralises control characters, a line at a
     time (so a secret split over two writes is still seen whole). A failed write is an `OutputFailedError`
-    naming the stream; a closed pipe stays a `BrokenPipeError`, which the entry point ends quietly."""
+    naming the stream. A closed pipe (`accelenv check ENV | head -1`, `| true`) is no failure of the command: what
+    follows is dropped, the command runs to its end, and its exit status is its verdict's, not the pipe's."""
 
     def __init__(self, target: TextIO, name: str, *, quiet: bool = False) -> None:
         self.target = target
@@ -36,6 +37,7 @@ class SafeText:
         self.quiet = quiet  # standard error: a failure there has nowhere to be told, so it is dropped
         self._pending: list[str] = []
         self.failed = False
+        self.reader_gone = False  # the pipe's reader closed it: the rest of the output has nowhere to go
 
     def write(self, text: str) -> int:
         if "\n" not in text:
@@ -51,7 +53,8 @@ class SafeText:
         if self._pending:
             self._emit("".join(self._pending))
             self._pending = []
-        self._guard(self.target.flush)
+        if not self.reader_gone:
+            self._guard(self.target.flush)
 
     def isatty(self) -> bool:
         try:
@@ -63,6 +66,8 @@ class SafeText:
         return self.target.fileno()
 
     def _emit(self, text: str) -> None:
+        if self.reader_gone:
+            return
         clean = terminal_safe(redact_text(text))
         self._guard(lambda: self.target.write(clean))
 
@@ -71,9 +76,7 @@ class SafeText:
             action()
         except BrokenPipeError:
             self.failed = True
-            if self.quiet:
-                return
-            raise
+            self.reader_gone = True
         except (OSError, ValueError) as error:  # ValueError: "I/O operation on closed file"
             self.failed = True
             if self.quiet:

@@ -12,6 +12,7 @@ from typing import Any
 
 from accelenv.check.labels import drift
 from accelenv.cluster.accelerator_types import RAY_TYPE_LABEL, ExpectedRay, ray_type_problems
+from accelenv.excerpts import clip
 
 VERDICTS = ("pass", "warn", "fail")
 STATUSES = ("pass", "warn", "fail", "skip")
@@ -39,7 +40,7 @@ def answer_problem(data: object) -> str | None:
         if not isinstance(data[key], kinds) or isinstance(data[key], bool):
             return f"{key} is a {type(data[key]).__name__}"
     if data["verdict"] not in VERDICTS:
-        return f"verdict {str(data['verdict'])[:40]!r} is not one of {', '.join(VERDICTS)}"
+        return f"verdict {clip(str(data['verdict']), 40)!r} is not one of {', '.join(VERDICTS)}"
     if not 0 <= data["devices"] <= MAX_ITEMS:
         return f"devices {data['devices']} is out of range"
     if not 0 <= data["seconds"] < float("inf"):  # NaN and infinity fail this too

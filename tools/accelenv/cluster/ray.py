@@ -27,6 +27,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
+from accelenv.excerpts import clip
 from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def _check_nodes(
         try:
             data = ray.get(ref)
         except Exception as error:  # the node died, the worker crashed: unreachable or dead, not passing
-            reason = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
+            reason = f"{type(error).__name__}: {clip((str(error).splitlines() or [''])[0], 200)}"
             results.append(_dead(latest, during=reason) if not latest.get("Alive") else _unreachable(node, reason))
             continue
         if not latest.get("Alive"):
@@ -259,7 +260,7 @@ def _connect(ray: Any, address: str, timeout: float) -> None:
             "(`ray status` on the head node) or give more time with --ray-timeout"
         )
     if failures:
-        first = (str(failures[0]).strip().splitlines() or [type(failures[0]).__name__])[0][:300]
+        first = clip((str(failures[0]).strip().splitlines() or [type(failures[0]).__name__])[0], 300)
         raise UsageError(f"cannot connect to the Ray cluster at {address}: {first}")
 
 
@@ -356,7 +357,7 @@ def _dead(node: dict[str, Any], *, during: str | None = None) -> NodeResult:
     code = node.get("DeathReason")
     reason = DEATH_REASONS.get(code, f"reason {code}") if isinstance(code, int) else "no reason given"
     detail = str(node.get("DeathReasonMessage") or "").strip()
-    said = f"Ray marks the node dead ({reason}{': ' + detail[:200] if detail else ''})"
+    said = f"Ray marks the node dead ({reason}{': ' + clip(detail, 200) if detail else ''})"
     drained = code == IDLE_DRAIN and during is None
     return NodeResult(
         node_id=str(node.get("NodeID", "?")),

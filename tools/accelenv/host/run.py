@@ -333,6 +333,23 @@ def run_in_group(
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
+def run_attached(argv: Sequence[str], *, env: Mapping[str, str]) -> int:
+    """A command of the user's own, its output passing through (`python -m accelenv.cluster.local -- CMD`): in
+    a process group of its own, with the marker, waited on without a timeout (it is the user's), and ended as a
+    group when accelenv is stopped meanwhile (the exception is raised again). Its exit status."""
+    import subprocess
+
+    marker = os.urandom(8).hex()
+    with subprocess.Popen(list(argv), env={**env, CHILD_MARKER: marker}, start_new_session=True) as proc:
+        try:
+            return proc.wait()
+        except BaseException:  # SIGTERM (raised as an exception by the CLI), Ctrl-C
+            _kill_group(proc)
+            raise
+        finally:
+            kill_marked(marker)
+
+
 def which(tool: str, path: str) -> str | None:
     """`shutil.which(tool, path=path)` as it is on POSIX (the first executable regular file of that name in the
     folders of `path`, in order; a name with a slash is taken as it is), without importing `shutil` (with bz2 and

@@ -101,3 +101,30 @@ def unused_sources(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding
                 rule="unused-source",
                 severity=Severity.WARNING,
             )
+
+
+@rule
+def cited(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
+    """Every entry states facts (a SKU's identity and floor, a runtime's range, an OS's Python, an environment's
+    pins), and every fact cites a source a reader can open: an entry without `sources` is a warning that
+    `validate --strict` (what a contributor's or vendor's change must pass) refuses."""
+    sections: list[tuple[str, dict[str, OsBase | Family | Sku | DriverRelease | Runtime | Environment]]] = [
+        ("os", dict(m.os)),
+        ("families", dict(m.families)),
+        ("skus", dict(m.skus)),
+        ("drivers", dict(m.drivers)),
+        ("runtimes", dict(m.runtimes)),
+        ("envs", dict(m.envs)),
+    ]
+    for section, entries in sections:
+        for entry_id, entry in entries.items():
+            if not entry.sources:
+                yield Finding(
+                    path=(section, entry_id, "sources"),
+                    message=(
+                        'cites no source: add sources = ["<id>"] naming a [sources.<id>] a reader can open (a '
+                        "vendor page, a release note, a real capture) for the facts this entry states"
+                    ),
+                    rule="uncited",
+                    severity=Severity.WARNING,
+                )

@@ -13,7 +13,8 @@ from accelenv.matrix.problems import suggest
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from accelenv.matrix.model import DriverRule, Environment, Matrix, Sku
+    from accelenv.matrix.driver_need import DriverNeed
+    from accelenv.matrix.model import DriverRule, Environment, Matrix
 
 Json = dict[str, Any]
 
@@ -48,10 +49,14 @@ def _driver(matrix: Matrix, rule: DriverRule) -> Json:
     }
 
 
-def driver_floor(rule: DriverRule, sku: Sku) -> Version | None:
-    """The driver a host with this SKU needs for the runtime's full feature set: the higher of both floors."""
-    floors = [v for v in (rule.min, sku.driver_min) if v is not None]
-    return max(floors) if floors else None
+def _need_json(need: DriverNeed) -> Json:
+    """A SKU's driver need as `show --json` gives it (see `driver_need`)."""
+    return {
+        "driver_floor": _v(need.full),
+        "driver_runs_from": _v(need.runs_from),
+        "driver_raised": need.raised,
+        "driver_branches": {f"R{branch}": str(v) for branch, v in need.branches},
+    }
 
 
 def index_options(env: Environment) -> list[str]:
@@ -71,6 +76,8 @@ def pip_command(env: Environment) -> list[str]:
 
 def resolve(matrix: Matrix, env: Environment) -> Json:
     import shlex  # `show` quotes the install command; `check`, which finds environments here, does not
+
+    from accelenv.matrix.driver_need import driver_need  # with the driver branches: not on a cpu check's path
 
     family = matrix.families[env.family]
     rt = matrix.runtimes[env.runtime]
@@ -137,7 +144,7 @@ def resolve(matrix: Matrix, env: Environment) -> Json:
                 "memory_mib": sku.memory_mib,
                 "host_arch": list(sku.host_arch),
                 "driver_min": _v(sku.driver_min),
-                "driver_floor": _v(driver_floor(rt.driver, sku)),
+                **_need_json(driver_need(matrix, rt, sku)),
                 "ray_accelerator_type": dict(sku.ray_accelerator_type) or None,
                 "no_ray_accelerator_type": sku.no_ray_accelerator_type or None,
             }

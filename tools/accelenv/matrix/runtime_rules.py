@@ -1,5 +1,5 @@
-"""The support window (README, "Support window"): one release per runtime line (major.minor), and no runtime kept
-that no environment uses unless it is its family's newest. Registered with the other rule families by
+"""The support window (docs/matrix.md, "Support window"): one release per runtime line (major.minor), and no
+runtime kept that no environment uses unless it is its family's newest. Registered with the other rule families by
 `rules.py`."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 @rule
 def support_window(m: Matrix, skipped: frozenset[tuple[str, str]]) -> Iterator[Finding]:
-    """The support policy (README, "Support window"): one release per runtime line (major.minor), and no
+    """The support policy (docs/matrix.md, "Support window"): one release per runtime line (major.minor), and no
     runtime kept that no environment uses unless it is its family's newest."""
     used = {env.runtime for env in m.envs.values()}
     by_family: dict[str, list[tuple[Version, Runtime]]] = defaultdict(list)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from accelenv.matrix.driver_need import driver_need
 from accelenv.matrix.model import PLATFORM_MACHINES
-from accelenv.matrix.resolve import driver_floor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -32,7 +32,7 @@ def verdict(matrix: Matrix, sku: Sku, env: Environment) -> tuple[bool, str]:
         )
     if sku.id not in env.skus:
         return False, f"{runtime.name} supports {sku.arch}, but {env.id} does not list this SKU"
-    floor = driver_floor(runtime.driver, sku)
+    floor = driver_need(matrix, runtime, sku).full
     return True, f"{runtime.name}" + (f", driver >= {floor}" if floor else "")
 
 

@@ -18,7 +18,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from accelenv.matrix.resolve import driver_floor
+from accelenv.matrix.driver_need import driver_need
 from accelenv.plan.compatibility import GENERATED, preference, recommended, verdict
 from accelenv.plan.lock import LockState
 from accelenv.plan.render import human_tag
@@ -57,9 +57,9 @@ def cell(matrix: Matrix, sku: Sku, env: Environment, lock: LockState | None) -> 
     ok, why = verdict(matrix, sku, env)
     if not ok:
         return Cell(status="no", why=why)
-    rule = matrix.runtimes[env.runtime].driver
-    if rule.compat_min is not None and driver_floor(rule, sku) == rule.min:
-        why += f" (>= {rule.compat_min} through compatibility mode)"
+    need = driver_need(matrix, matrix.runtimes[env.runtime], sku)
+    if need.runs_from is not None and need.runs_from != need.full:
+        why += f" (>= {need.runs_from} through compatibility mode)"
     if lock is LockState.UNLOCKED:
         return Cell(status="warn", why=f"{why}; but {env.id} is not locked: run `accelenv lock {env.id}`")
     if lock is LockState.STALE:
@@ -175,9 +175,8 @@ def page_data(
             if env.family != sku.family:
                 continue
             c = cell(matrix, sku, env, locks.get(env.id))
-            rule = matrix.runtimes[env.runtime].driver
-            floor = driver_floor(rule, sku)
-            compat = max(v for v in (rule.compat_min, sku.driver_min) if v) if rule.compat_min else None
+            need = driver_need(matrix, matrix.runtimes[env.runtime], sku)
+            floor, compat = need.full, need.runs_from
             rows.append(
                 {
                     "env": env.id,

@@ -299,6 +299,21 @@ def check_schema() -> Json:
             "env": {"type": "string", "description": "Environment id."},
             "verdict": {**status, "enum": ["pass", "warn", "fail"], "description": "fail if any check failed."},
             "source": {"type": "string", "description": "The host or snapshot judged."},
+            "judged": _obj(
+                "What the verdict judged: the host (or snapshot, or image) and which Python its Python checks judged.",
+                {
+                    "host": {"type": "string", "description": "The machine judged, in words."},
+                    "python_kind": {
+                        "enum": ["interpreter", "virtualenv", "image", "not judged"],
+                        "description": (
+                            "interpreter: a plain Python; virtualenv: a virtualenv (the environment's session's, "
+                            "or the one running accelenv); image: the image's own; not judged: the Python checks "
+                            "were left out (python is then why)."
+                        ),
+                    },
+                    "python": {"type": "string", "description": "The interpreter judged, or why none was."},
+                },
+            ),
             "counts": _obj(
                 "Checks per status.",
                 {

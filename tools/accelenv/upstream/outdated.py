@@ -173,6 +173,14 @@ def problem_lines(problems: Iterable[Problem]) -> list[str]:
     return [f"{env}: {', '.join(dict.fromkeys(names))}: {text}" for (env, text), names in grouped.items()]
 
 
+def trouble_head(problems: Iterable[Problem], trouble: list[str]) -> str:
+    """The count over the could-not-be-checked lines, in lines (what the reader counts below it), and the pins
+    behind them when a line groups several."""
+    pins = len({(p.env, p.name) for p in problems})
+    head = f"{len(trouble)} line(s) could not be checked"
+    return head if pins == len(trouble) else f"{head} ({pins} pins; one line per environment and cause)"
+
+
 def render_github(findings: Iterable[Finding], problems: Iterable[Problem] = ()) -> str:
     """One issue-ready Markdown section per finding: what is newer, where it was found, which key to change.
     Releases held back by the matrix's support window are listed after them, with the reason, not as issues;
@@ -245,7 +253,7 @@ def render_table(findings: Iterable[Finding], problems: Iterable[Problem]) -> st
         lines += [f"  {f.env}: {f.name} {f.current} -> {f.latest}: {f.held}" for f in held]
     trouble = problem_lines(problems)
     if trouble:
-        lines += ["", f"{len(problems)} could not be checked:"]
+        lines += ["", f"{trouble_head(problems, trouble)}:"]
         lines += [f"  {line}" for line in trouble]
     lines += ["", f"runtimes not checked (no machine-readable release source): {', '.join(NO_MACHINE_READABLE_SOURCE)}"]
     return "\n".join(lines) + "\n"

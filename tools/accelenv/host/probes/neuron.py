@@ -2,7 +2,8 @@
 
 neuron-ls names no product and no NeuronCore version, so devices carry neither name nor arch: the PCI device id
 (from sysfs) or the instance type identifies the SKU. Plain `neuron-ls` prints the instance type on its first lines
-(`instance-type: trn2n.48xlarge`); the instance family names the Neuron device every instance of it has. The
+(`instance-type: trn2n.48xlarge`); a newer `neuron-ls -j` puts it inside each device entry (`"instance_type":
+"trn2.3xlarge"`); wherever it is, the instance family names the Neuron device every instance of it has. The
 driver version is the `neuron` kernel module's, which is the aws-neuronx-dkms package version (2.26.5.0);
 neuron-ls's "RUNTIME VERSION" is a process's runtime, not a host fact.
 """
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 FAMILY = "neuron"
 _MODULE_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+(?:[-+~][0-9A-Za-z.+~-]*)?")
 _MAX_MEMORY_BYTES = 2**60
-_INSTANCE_TYPE_LINE = re.compile(r"\s*instance-type:\s*([a-z0-9-]{1,32}\.[a-z0-9-]{1,32})\s*", re.IGNORECASE)
+_INSTANCE_TYPE = r"[a-z0-9-]{1,32}\.[a-z0-9-]{1,32}"
+_INSTANCE_TYPE_LINE = re.compile(rf"\s*instance-type:\s*({_INSTANCE_TYPE})\s*", re.IGNORECASE)
+_INSTANCE_TYPE_VALUE = re.compile(rf"\s*({_INSTANCE_TYPE})\s*", re.IGNORECASE)
 # EC2 instance family -> the matrix SKU of its Neuron devices (AWS's Inf1, Inf2, Trn1/Trn1n and Trn2 instance pages;
 # the instance types are the ones neuron-ls prints in the captures: inf1.6xlarge, inf2.xlarge, trn1.32xlarge,
 # trn2n.48xlarge). Families not listed are not guessed.
@@ -62,7 +65,8 @@ def parse_neuron_ls_json(text: str, notes: list[str] | None = None) -> tuple[Dev
     """Neuron devices from `neuron-ls --json-output`: a top-level list, one object per device.
 
     `extra` keeps what a check may need and DeviceFacts has no field for: `nc_count` (NeuronCores as neuron-ls
-    counts them), `logical_neuroncore_config` (trn2 and newer), `numa_node`, `neuroncore_ids` and `connected_to`.
+    counts them), `logical_neuroncore_config` (trn2 and newer), `numa_node`, `neuroncore_ids`, `connected_to` and
+    `instance_type` (newer neuron-ls writes it into each entry).
 
     With `notes` None the first unreadable value raises ParseError; with a list an unreadable value costs that fact
     only (left out, the reason noted), and an entry that is not an object or has no device number costs that entry.
@@ -133,6 +137,17 @@ def _device(entry: Mapping[str, object], where: str, position: int, notes: list[
             raise ParseError(f"{where}: expected 'memory_size' in bytes, found {memory_bytes}")
         notes.append(f"{where}: expected 'memory_size' in bytes, found {memory_bytes}; left unknown")
         memory_bytes = None
+    instance_type = entry.get("instance_type")
+    if isinstance(instance_type, str) and (match := _INSTANCE_TYPE_VALUE.fullmatch(instance_type)) is not None:
+        extra["instance_type"] = match.group(1).lower()
+    elif instance_type is not None:
+        if notes is None:
+            raise ParseError(
+                f"{where}: 'instance_type': expected an EC2 instance type, found {_describe(instance_type)}"
+            )
+        notes.append(
+            f"{where}: 'instance_type': expected an EC2 instance type, found {_describe(instance_type)}; left unknown"
+        )
     bdf = entry.get("bdf")
     return DeviceFacts(
         index=index,
@@ -148,6 +163,15 @@ def parse_module_version(text: str) -> str:
     if _MODULE_VERSION.fullmatch(value) is None:
         raise ParseError(f"/sys/module/neuron/version: expected a version such as '2.26.5.0', found {_excerpt(text)}")
     return value
+
+
+def _stated(device: DeviceFacts, host_instance_type: str | None) -> DeviceFacts:
+    """The device with the SKU its instance type states (its own entry's, else the host's); unchanged when the
+    instance family is not listed."""
+    stated = sku_for_instance_type(device.extra.get("instance_type") or host_instance_type)
+    if stated is None:
+        return device
+    return replace(device, extra={**device.extra, STATED_SKU: stated})
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
@@ -185,7 +209,7 @@ class NeuronProbe:
     family = FAMILY
 
     def commands(self) -> dict[str, list[str]]:
-        # plain neuron-ls for the instance type it prints first (the JSON output does not say it)
+        # plain neuron-ls for the instance type it prints first (an older JSON output does not say it)
         return {"neuron-ls": ["neuron-ls", "--json-output"], "neuron-ls-table": ["neuron-ls"]}
 
     def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
@@ -193,10 +217,12 @@ class NeuronProbe:
         text = output(results.get("neuron-ls"))
         devices = parsed(text, lambda found: parse_neuron_ls_json(found, errors), errors) or ()
         table = output(results.get("neuron-ls-table"))
-        instance_type = (parse_instance_type(text) if text else None) or (parse_instance_type(table) if table else None)
-        stated = sku_for_instance_type(instance_type)
-        if stated is not None:
-            devices = tuple(replace(d, extra={**d.extra, STATED_SKU: stated}) for d in devices)
+        instance_type = (
+            (parse_instance_type(text) if text else None)
+            or (parse_instance_type(table) if table else None)
+            or next((d.extra["instance_type"] for d in devices if "instance_type" in d.extra), None)
+        )
+        devices = tuple(_stated(d, instance_type) for d in devices)
         driver = parsed(ctx.root.read_text("/sys/module/neuron/version"), parse_module_version, errors)
         runtime = first_installed(ctx.distributions, "neuronx-cc")
         extra = {"neuronx-cc": runtime} if runtime else {}
