@@ -46,25 +46,32 @@ def builtin_probe(family: str) -> FamilyProbe:
 
 
 def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
-    """Built-in probes (of `families`, default all), then any registered under the `accelenv.probes`
-    entry-point group: a plugin may add a family or replace a built-in one."""
+    """Built-in probes (of `families`, default all), then those of family plugins (`accelenv.families`), then
+    any registered under the `accelenv.probes` entry-point group: a plugin may add a family or replace a
+    built-in one."""
     wanted = set(BUILTIN_PROBES if families is None else families)
     found: dict[str, FamilyProbe] = {f: builtin_probe(f) for f in BUILTIN_PROBES if f in wanted}
+    from accelenv.plugins import GuardedProbe, installed
+
+    for plugin in installed().loaded:  # each held to its promise: one that raises or hangs is an error of its view
+        if families is None or plugin.family in wanted:
+            found[plugin.family] = GuardedProbe(plugin.make_probe(), plugin.package)
     if not plugins_installed():
         return found
     import importlib.metadata  # the full entry-point machinery, only when some distribution declares a probe
 
     for entry in importlib.metadata.entry_points(group=PROBE_ENTRY_POINTS):
         probe = entry.load()()
-        found[str(probe.family)] = probe
+        package = entry.dist.name if entry.dist is not None else entry.value
+        found[str(probe.family)] = GuardedProbe(probe, package)
     return found
 
 
-def plugins_installed(paths: Iterable[str] | None = None) -> bool:
-    """Whether any distribution on `paths` (default sys.path) declares `accelenv.probes` entry points: a quick
+def plugins_installed(paths: Iterable[str] | None = None, *, group: str = PROBE_ENTRY_POINTS) -> bool:
+    """Whether any distribution on `paths` (default sys.path) declares entry points of `group`: a quick
     look at the `entry_points.txt` files, which spares `importlib.metadata` (the slowest import of a check)
     when there are none."""
-    marker = f"[{PROBE_ENTRY_POINTS}]"
+    marker = f"[{group}]"
     for folder in sys.path if paths is None else paths:
         try:
             children = os.scandir(folder or ".")
