@@ -137,7 +137,12 @@ def test_all_reduce_bus_bandwidth(expected: Expected, request: pytest.FixtureReq
     with ray_cluster(family, expected.device_count) as cluster:
         if cluster.members < 2:
             pytest.skip(f"{cluster.members} device: no all-reduce bus bandwidth to measure")
-        members = spawn(cluster, family, backend_of(expected.matrix, expected.env))
+        members = spawn(
+            cluster,
+            family,
+            backend_of(expected.matrix, expected.env),
+            resource=expected.matrix.families[family].ray_resource,
+        )
         form(members)
         numel = (256 if family != "cpu" else 4) * 2**20 // 4
         per_member = ray.get([m.bus_bandwidth.remote(numel, WARMUP, REPS) for m in members], timeout=300)
