@@ -130,6 +130,7 @@ class Family:
         """The collective backend as one unambiguous name: `family:backend` (Gaudi's and Ascend's are both
         `hccl` to torch.distributed, and are two backends)."""
         return f"{self.id}:{self.collective_backend}" if self.collective_backend else None
+
     sources: tuple[str, ...]
 
 

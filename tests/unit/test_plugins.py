@@ -1,0 +1,237 @@
+"""Family plugins (`accelenv.families`): the reference Ascend plugin joined to the shipped matrix, and hostile
+plugins (a fragment redefining a core family, a plugin that raises, hangs or lies about its backend, a probe
+that raises or hangs), each refused by name."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from accelenv.cluster.accelerator_types import expected_ray
+from accelenv.host.discover import match_sku
+from accelenv.host.probes import ToolView
+from accelenv.host.report import Accelerator
+from accelenv.matrix.load import validate_text
+from accelenv.plugins import Conformance, GuardedProbe, Plugin, load_plugins, plugin_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from accelenv.host.probes import ProbeContext
+    from accelenv.host.run import ToolResult
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "tools" / "plugins" / "accelenv-ascend"
+DATA = PACKAGE / "tests" / "data"
+sys.path.insert(0, str(PACKAGE))  # the reference plugin, as its source tree (CI may also install it)
+
+from accelenv_ascend import PLUGIN, AscendPlugin  # noqa: E402
+from accelenv_ascend.npu_smi import parse_npu_smi_info  # noqa: E402
+
+MAIN = (REPO / "matrix.toml").read_text(encoding="utf-8")
+RELEASE = threading.Event()  # set at the end of the module: lets the hanging stand-ins' threads end
+
+
+def ascend(fragment: str | None = None, conformance: Conformance | None = None) -> Plugin:
+    return Plugin(
+        name="ascend",
+        package="accelenv-ascend",
+        version="0.1.0",
+        family="ascend",
+        fragment=PLUGIN.matrix_fragment() if fragment is None else fragment,
+        conformance=conformance or PLUGIN.conformance,
+        device_tests=PLUGIN.device_tests(),
+        make_probe=PLUGIN.probe,
+    )
+
+
+def test_the_ascend_fragment_joins_the_main_matrix_by_the_same_rules() -> None:
+    validation = validate_text(MAIN, plugins=[ascend()])
+    assert [p.render("matrix.toml") for p in validation.problems if p.is_error] == []
+    assert validation.matrix is not None
+    family = validation.matrix.families["ascend"]
+    assert (family.ray_resource, family.ray_visible_devices_env) == ("NPU", "ASCEND_RT_VISIBLE_DEVICES")
+    assert family.qualified_backend == "ascend:hccl"
+    assert validation.matrix.families["gaudi"].qualified_backend == "gaudi:hccl"  # two backends, two names
+    assert validation.matrix.skus["ascend-910b3"].memory_mib == 65536
+    # what the fragment still lacks is named with the package and key path
+    warnings = [p for p in validation.problems if p.path == "families.ascend"]
+    assert warnings
+    assert warnings[0].message.startswith("plugin accelenv-ascend: family 'ascend' has no environment")
+
+
+@pytest.mark.parametrize(
+    ("fragment", "path", "said"),
+    [
+        (
+            '[families.nvidia]\nname = "Mine"\n',
+            "families.nvidia",
+            "families.nvidia is already defined by the main matrix",
+        ),
+        (
+            '[skus.h100-sxm]\nfamily = "ascend"\nname = "x"\narch = "ascend910b"\n',
+            "skus.h100-sxm",
+            "already defined by the main matrix",
+        ),
+        (
+            '[skus.my-gpu]\nfamily = "nvidia"\nname = "x"\narch = "sm_90"\n',
+            "skus.my-gpu",
+            "its family is 'nvidia'; a plugin's entries belong to its own family (ascend)",
+        ),
+        ("[os.mine]\n", "os", "'os' is not one"),
+    ],
+)
+def test_a_fragment_never_redefines_or_reaches_into_the_main_matrix(fragment: str, path: str, said: str) -> None:
+    validation = validate_text(MAIN, plugins=[ascend(PLUGIN.matrix_fragment() + "\n" + fragment)])
+    refused = [p for p in validation.problems if p.path == path and p.rule == "plugin"]
+    assert refused, [p.render("m") for p in validation.problems if p.is_error]
+    assert refused[0].message.startswith("plugin accelenv-ascend (matrix fragment of family ascend): ")
+    assert said in refused[0].message
+    assert not validation.ok
+    assert validation.matrix is None or validation.matrix.families["nvidia"].name == "NVIDIA GPU"
+
+
+def test_a_broken_fragment_names_the_package_and_key_path() -> None:
+    broken = PLUGIN.matrix_fragment().replace('ray_resource = "NPU"', 'ray_resource = "N P U"')
+    validation = validate_text(MAIN, plugins=[ascend(broken)])
+    problem = next(p for p in validation.problems if p.path == "families.ascend.ray_resource")
+    assert problem.message.startswith("plugin accelenv-ascend: ")
+    assert problem.line is None
+
+
+class _Entry:
+    def __init__(self, name: str, target: object) -> None:
+        self.name, self.value, self._target = name, f"stand_in:{name}", target
+
+    def load(self) -> object:
+        return self._target() if callable(self._target) and not hasattr(self._target, "family") else self._target
+
+
+def _raises() -> object:
+    raise RuntimeError("libascend_hal.so: cannot open shared object file")
+
+
+def _hangs() -> object:
+    RELEASE.wait(30)
+    return PLUGIN
+
+
+class _Core(AscendPlugin):
+    family = "gaudi"
+
+
+class _Liar(AscendPlugin):
+    conformance = Conformance(collective_backend="nccl", device_type="npu")
+
+
+class _WrongProbe(AscendPlugin):
+    def probe(self) -> Any:
+        class Other:
+            family = "nvidia"
+
+        return Other()
+
+
+def test_hostile_plugins_are_named_never_dropped() -> None:
+    plugins = load_plugins(
+        [
+            (_Entry("good", PLUGIN), "accelenv-ascend"),
+            (_Entry("raises", lambda: _raises), "bad-raises"),
+            (_Entry("hangs", lambda: _hangs), "bad-hangs"),
+            (_Entry("core", _Core()), "bad-core"),
+            (_Entry("liar", _Liar()), "bad-liar"),
+            (_Entry("probe", _WrongProbe()), "bad-probe"),
+        ],
+        seconds=1.0,
+    )
+    assert [p.family for p in plugins.loaded] == ["ascend"]
+    reasons = {f.package: f.reason for f in plugins.failures}
+    assert reasons == {
+        "bad-core": "it names the built-in family 'gaudi'; a plugin brings a family of its own, under a new id",
+        "bad-hangs": "it did not load within 1 s (its import or one of its calls hangs)",
+        "bad-liar": "its conformance adapter says the collective backend is 'nccl', its matrix fragment "
+        "(families.ascend.collective_backend) says 'hccl': it must say one thing",
+        "bad-probe": "its probe is for family 'nvidia', the plugin's family is 'ascend'",
+        "bad-raises": "loading it raised RuntimeError: libascend_hal.so: cannot open shared object file",
+    }
+    rows = plugin_rows(plugins)
+    assert [(r["package"], r["state"]) for r in rows][:2] == [("accelenv-ascend", "loaded"), ("bad-core", "failed")]
+    assert rows[0]["backend"] == "ascend:hccl"
+
+
+class _BadProbe:
+    family = "ascend"
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def commands(self) -> dict[str, list[str]]:
+        return {"npu-smi-info": ["npu-smi", "info"]}
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        if self.how == "raises":
+            raise ValueError("unexpected row")
+        RELEASE.wait(30)
+        return ToolView()
+
+
+@pytest.mark.parametrize(
+    ("how", "said"), [("raises", "raised ValueError: unexpected row"), ("hangs", "did not return")]
+)
+def test_a_probe_that_raises_or_hangs_becomes_an_error_of_its_view(how: str, said: str) -> None:
+    guarded = GuardedProbe(_BadProbe(how), "bad-probe", seconds=0.5)
+    assert guarded.commands() == {"npu-smi-info": ["npu-smi", "info"]}
+    view = guarded.interpret(None, {})  # type: ignore[arg-type]
+    assert len(view.errors) == 1
+    assert view.errors[0].startswith("the probe of plugin bad-probe (family ascend) failed: interpret() ")
+    assert said in view.errors[0]
+
+
+def test_npu_smi_on_eight_910b3() -> None:
+    text = (DATA / "npu-smi-info__vllm-ascend-issue198__8x-910B3__23.0.7.txt").read_text()
+    version, devices = parse_npu_smi_info(text)
+    assert version == "23.0.7"
+    assert [d.index for d in devices] == list(range(8))
+    assert {(d.name, d.arch, d.memory_mib) for d in devices} == {("910B3", "ascend910b", 65536)}
+    assert [d.pci_bus_id for d in devices][:2] == ["0000:c1:00.0", "0000:c2:00.0"]
+
+
+def test_npu_smi_excerpt_without_title() -> None:
+    version, devices = parse_npu_smi_info((DATA / "npu-smi-info-EXCERPT__pypto-guide__1x-910B4.txt").read_text())
+    assert version is None
+    assert [(d.index, d.name, d.memory_mib, d.pci_bus_id) for d in devices] == [(2, "910B4", 32768, "0000:c2:00.0")]
+
+
+def test_a_first_generation_910_named_910b_is_no_910b_sku() -> None:
+    text = (DATA / "npu-smi-info__opdev-910a-notes__8x-910-first-gen-named-910B__24.1.0.txt").read_text()
+    version, devices = parse_npu_smi_info(text)
+    assert version == "24.1.0"
+    assert len(devices) == 8
+    assert {(d.name, d.arch, d.memory_mib) for d in devices} == {("910B", None, 32768)}
+    matrix = validate_text(MAIN, plugins=[ascend()]).matrix
+    assert matrix is not None
+    assert match_sku(matrix, "ascend", pci_device_id="0xd802", name="910B") is None
+    assert match_sku(matrix, "ascend", pci_device_id="0xd802", name="910B3") == "ascend-910b3"
+
+
+def test_ray_resource_of_a_plugin_family_is_its_data() -> None:
+    matrix = validate_text(MAIN, plugins=[ascend()]).matrix
+    assert matrix is not None
+    acc = Accelerator(family="ascend", driver_version=None, runtime_version=None, devices=(), source="none", errors=())
+    view = expected_ray(matrix, acc)
+    assert view.resource == "NPU"
+
+
+def test_the_device_tests_fail_naming_cann_without_it() -> None:
+    from accelenv_ascend.device_tests.test_ascend_devices import _torch_npu
+
+    with pytest.raises(pytest.fail.Exception, match="CANN toolkit"):
+        _torch_npu()
+
+
+def teardown_module() -> None:
+    RELEASE.set()
