@@ -42,6 +42,7 @@ def _closing_lines() -> None:
 
 LINTED = ["tools", "tests", "noxfile.py", "benchmarks"]
 
+PLUGINS = ("-e", "tools/plugins/accelenv-ascend")  # the reference family plugin, installed as a vendor's would be
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
@@ -60,7 +61,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """pytest: unit tests (no network, no docker, no vendor tools) and integration tests."""
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev]", *PLUGINS)
     # 600 s per test (the slowest, an emulated arm64 image build, takes about 4 minutes on 2 cores): a hung test
     # fails with its stack and the run goes on. Given here, not in pyproject.toml: the device tests run with that
     # file's pytest settings in environments that have no pytest-timeout.
@@ -70,7 +71,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def validate(session: nox.Session) -> None:
     """The matrix against schema and rules; generated files (schemas, Dockerfiles, env.json, locks) up to date."""
-    session.install("-e", ".")
+    session.install("-e", ".", *PLUGINS)
     session.run("accelenv", "validate")
     session.run("accelenv", "schema", "--check")
     session.run("accelenv", "render", "--check")
