@@ -44,6 +44,7 @@ LINTED = ["tools", "tests", "noxfile.py", "benchmarks"]
 
 PLUGINS = ("-e", "tools/plugins/accelenv-ascend")  # the reference family plugin, installed as a vendor's would be
 
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (lint and format) and mypy --strict over the package, tests, benchmarks and this file."""
