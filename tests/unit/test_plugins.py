@@ -33,6 +33,8 @@ from accelenv_ascend import PLUGIN, AscendPlugin  # noqa: E402
 from accelenv_ascend.npu_smi import parse_npu_smi_info  # noqa: E402
 
 MAIN = (REPO / "matrix.toml").read_text(encoding="utf-8")
+# the main matrix, declaring the plugin as a project that uses the Ascend family does (top-level keys come first)
+DECLARING = MAIN.replace("\n[", '\nplugins = ["accelenv-ascend"]\n\n[', 1)
 RELEASE = threading.Event()  # set at the end of the module: lets the hanging stand-ins' threads end
 
 
@@ -50,7 +52,7 @@ def ascend(fragment: str | None = None, conformance: Conformance | None = None) 
 
 
 def test_the_ascend_fragment_joins_the_main_matrix_by_the_same_rules() -> None:
-    validation = validate_text(MAIN, plugins=[ascend()])
+    validation = validate_text(DECLARING, plugins=[ascend()])
     assert [p.render("matrix.toml") for p in validation.problems if p.is_error] == []
     assert validation.matrix is not None
     family = validation.matrix.families["ascend"]
@@ -58,10 +60,10 @@ def test_the_ascend_fragment_joins_the_main_matrix_by_the_same_rules() -> None:
     assert family.qualified_backend == "ascend:hccl"
     assert validation.matrix.families["gaudi"].qualified_backend == "gaudi:hccl"  # two backends, two names
     assert validation.matrix.skus["ascend-910b3"].memory_mib == 65536
-    # what the fragment still lacks is named with the package and key path
-    warnings = [p for p in validation.problems if p.path == "families.ascend"]
-    assert warnings
-    assert warnings[0].message.startswith("plugin accelenv-ascend: family 'ascend' has no environment")
+    # what only a registry can fix (a digest for the CANN base) is all that is left, named with the package
+    theirs = [p for p in validation.problems if "accelenv-ascend" in p.message]
+    assert [(p.rule, p.path) for p in theirs] == [("unpinned", "runtimes.cann-8-5.base_images.ubuntu22.04")]
+    assert theirs[0].message.startswith("plugin accelenv-ascend: quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11")
 
 
 @pytest.mark.parametrize(
@@ -86,7 +88,7 @@ def test_the_ascend_fragment_joins_the_main_matrix_by_the_same_rules() -> None:
     ],
 )
 def test_a_fragment_never_redefines_or_reaches_into_the_main_matrix(fragment: str, path: str, said: str) -> None:
-    validation = validate_text(MAIN, plugins=[ascend(PLUGIN.matrix_fragment() + "\n" + fragment)])
+    validation = validate_text(DECLARING, plugins=[ascend(PLUGIN.matrix_fragment() + "\n" + fragment)])
     refused = [p for p in validation.problems if p.path == path and p.rule == "plugin"]
     assert refused, [p.render("m") for p in validation.problems if p.is_error]
     assert refused[0].message.startswith("plugin accelenv-ascend (matrix fragment of family ascend): ")
@@ -95,9 +97,19 @@ def test_a_fragment_never_redefines_or_reaches_into_the_main_matrix(fragment: st
     assert validation.matrix is None or validation.matrix.families["nvidia"].name == "NVIDIA GPU"
 
 
+def test_only_declared_plugins_join_and_a_declared_one_must_be_there() -> None:
+    undeclared = validate_text(MAIN, plugins=[ascend()])
+    assert undeclared.matrix is not None
+    assert "ascend" not in undeclared.matrix.families  # installed is not enough: a matrix says what it uses
+    missing = validate_text(DECLARING, plugins=[])
+    problem = next(p for p in missing.problems if p.path == "plugins[0]")
+    assert problem.message.startswith("plugin accelenv-ascend is not installed here: pip install it beside accelenv")
+    assert not missing.ok
+
+
 def test_a_broken_fragment_names_the_package_and_key_path() -> None:
     broken = PLUGIN.matrix_fragment().replace('ray_resource = "NPU"', 'ray_resource = "N P U"')
-    validation = validate_text(MAIN, plugins=[ascend(broken)])
+    validation = validate_text(DECLARING, plugins=[ascend(broken)])
     problem = next(p for p in validation.problems if p.path == "families.ascend.ray_resource")
     assert problem.message.startswith("plugin accelenv-ascend: ")
     assert problem.line is None
@@ -212,14 +224,14 @@ def test_a_first_generation_910_named_910b_is_no_910b_sku() -> None:
     assert version == "24.1.0"
     assert len(devices) == 8
     assert {(d.name, d.arch, d.memory_mib) for d in devices} == {("910B", None, 32768)}
-    matrix = validate_text(MAIN, plugins=[ascend()]).matrix
+    matrix = validate_text(DECLARING, plugins=[ascend()]).matrix
     assert matrix is not None
     assert match_sku(matrix, "ascend", pci_device_id="0xd802", name="910B") is None
     assert match_sku(matrix, "ascend", pci_device_id="0xd802", name="910B3") == "ascend-910b3"
 
 
 def test_ray_resource_of_a_plugin_family_is_its_data() -> None:
-    matrix = validate_text(MAIN, plugins=[ascend()]).matrix
+    matrix = validate_text(DECLARING, plugins=[ascend()]).matrix
     assert matrix is not None
     acc = Accelerator(family="ascend", driver_version=None, runtime_version=None, devices=(), source="none", errors=())
     view = expected_ray(matrix, acc)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from accelenv import __version__, records
+from accelenv import __version__
 from accelenv.errors import MatrixInvalidError, MatrixNotFoundError, UsageError
 from accelenv.fileio import kind_of, read_bytes
 from accelenv.matrix.model import (
@@ -91,9 +91,10 @@ def find_matrix(explicit: str | None = None, start: Path | None = None) -> Path:
     )
 
 
-def validate_text(text: str, source: str = "matrix.toml", *, plugins: Sequence[Plugin] = ()) -> Validation:
+def validate_text(text: str, source: str = "matrix.toml", *, plugins: Sequence[Plugin] | None = None) -> Validation:
     """Parse, check against the schema, build the model and apply the rules. Never raises on bad input.
-    `plugins`' matrix fragments are joined to the document first and validated with it."""
+    The fragments of the plugins the matrix declares (`plugins = [...]`) are joined to the document first and
+    validated with it; `plugins` is where to find them (default: the plugins installed here)."""
     import tomllib
 
     try:
@@ -116,10 +117,10 @@ def validate_text(text: str, source: str = "matrix.toml", *, plugins: Sequence[P
     problems: list[Problem] = []
     broken: set[tuple[str, str]] = set()
     origin: dict[tuple[str, str], str] = {}
-    if plugins:
-        from accelenv.plugins.fragments import join
+    if document.get("plugins"):
+        from accelenv.plugins.fragments import joined_with_declared
 
-        joined = join(document, plugins)
+        joined = joined_with_declared(document, plugins)
         document, origin = joined.document, joined.origin
         problems.extend(joined.problems)
     for parts, message, harmless in schema_errors(document):
@@ -157,41 +158,21 @@ def _attributed(problems: list[Problem], origin: dict[tuple[str, str], str]) -> 
     return attribute(problems, origin)
 
 
-def installed_plugins() -> tuple[Plugin, ...]:
-    """The family plugins installed here whose fragments join the project's matrix (none with
-    $ACCELENV_PLUGINS=0); those that failed to load are `accelenv.plugins.installed().failures`."""
-    from accelenv.plugins import installed
-
-    return installed().loaded
-
-
-def _plugin_problems() -> list[Problem]:
-    """A warning per plugin that is installed but not used: never dropped silently."""
-    from accelenv.plugins import installed
-
-    return [
-        Problem(path="", message=failure.message(), severity=Severity.WARNING, rule="plugin")
-        for failure in installed().failures
-    ]
-
-
 def validate_file(path: Path) -> Validation:
     try:
         data = read_bytes(path, what="matrix")
     except UsageError as error:  # cannot be read, not a regular file, or too large
         raise MatrixNotFoundError(str(error)) from error
-    validation = _validate_bytes(data, str(path), installed_plugins())
-    failed = _plugin_problems()
-    return records.replace(validation, problems=(*failed, *validation.problems)) if failed else validation
+    return _validate_bytes(data, str(path))
 
 
-def _validate_bytes(data: bytes, source: str, plugins: Sequence[Plugin] = ()) -> Validation:
+def _validate_bytes(data: bytes, source: str) -> Validation:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         problem = Problem(path="", message=f"not UTF-8 text ({error.reason} at byte {error.start})", rule="toml")
         return Validation(source=source, matrix=None, problems=(problem,))
-    return validate_text(text, source=source, plugins=plugins)
+    return validate_text(text, source=source)
 
 
 def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
@@ -201,7 +182,7 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     commands such as `check` then start in a fraction of the time, at about the cost of reading the file.
     `accelenv validate` never uses the cache."""
     data = None
-    plugins = installed_plugins()
+    plugins = _installed()
     if use_cache and not os.environ.get("ACCELENV_NO_CACHE"):
         with contextlib.suppress(UsageError):  # validate_file below says what is wrong with it
             data = read_bytes(path, what="matrix")
@@ -218,7 +199,7 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
                 matrix, problems = _build(entry["document"], set(), str(path), check_requirements=False)
                 if not problems:
                     return matrix
-    validation = _validate_bytes(data, str(path), plugins) if data is not None else validate_file(path)  # read once
+    validation = _validate_bytes(data, str(path)) if data is not None else validate_file(path)  # read once
     if not validation.ok or validation.matrix is None:
         raise MatrixInvalidError(validation.source, validation.problems)
     if cached is not None and data is not None:
@@ -227,10 +208,10 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
         with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
             text = data.decode("utf-8")
             document = tomllib.loads(text)
-            if plugins:  # the joined document: its key covers the fragments
-                from accelenv.plugins.fragments import join
+            if document.get("plugins"):  # the joined document: its key covers the installed plugins' fragments
+                from accelenv.plugins.fragments import joined_with_declared
 
-                document = join(document, plugins).document
+                document = joined_with_declared(document, plugins).document
             entry = {"text": text, "document": document, "plugins": _fragments_bytes(plugins).decode()}
             _write_cache(cached, json.dumps(entry, separators=(",", ":")))
     return validation.matrix
@@ -253,12 +234,14 @@ def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
 
     try:
         document = tomllib.loads(text)
-        plugins = installed_plugins()
-        if plugins:  # a node joins its own plugins' fragments, as the driver did
-            from accelenv.plugins.fragments import join
+        extra: list[Problem] = []
+        if document.get("plugins"):  # a node joins its own installed plugins' fragments, as the driver did
+            from accelenv.plugins.fragments import joined_with_declared
 
-            document = join(document, plugins).document
+            joined = joined_with_declared(document, None)
+            document, extra = joined.document, [p for p in joined.problems if p.is_error]
         matrix, problems = _build(document, set(), source, check_requirements=False)
+        problems = [*extra, *problems]
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, RecursionError) as error:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(source, (problem,)) from error
@@ -276,6 +259,12 @@ def read_matrix(path: Path) -> Matrix:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(str(path), (problem,)) from error
     return model_from_text(text, str(path))
+
+
+def _installed() -> tuple[Plugin, ...]:
+    from accelenv.plugins import installed
+
+    return installed().loaded
 
 
 def _fragments_bytes(plugins: Sequence[Plugin]) -> bytes:

@@ -91,6 +91,47 @@ def _refusal(
     return None
 
 
+def _normal(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def joined_with_declared(document: dict[str, Any], available: Sequence[Plugin] | None) -> Joined:
+    """`document` joined with the plugins its `plugins` list declares, found among `available` (default: those
+    installed here); a declared plugin that is not installed, or failed to load, is an error naming it."""
+    from accelenv.matrix.problems import dotted
+
+    failures: dict[str, str] = {}
+    if available is None:
+        from accelenv.plugins import installed
+
+        found = installed()
+        available = found.loaded
+        failures = {_normal(f.package): f.reason for f in found.failures}
+    by_name = {_normal(p.package): p for p in available}
+    declared = document.get("plugins")
+    chosen: list[Plugin] = []
+    problems: list[Problem] = []
+    for index, name in enumerate(declared if isinstance(declared, list) else []):
+        if not isinstance(name, str):
+            continue  # the schema says what is wrong with it
+        plugin = by_name.get(_normal(name))
+        if plugin is not None:
+            chosen.append(plugin)
+            continue
+        reason = failures.get(_normal(name))
+        message = (
+            f"plugin {name} is installed but not used: {reason}"
+            if reason
+            else f"plugin {name} is not installed here: pip install it beside accelenv (its accelenv.families entry "
+            "point brings the family), or take it out of plugins"
+        )
+        problems.append(Problem(path=dotted(("plugins", index)), message=message, rule="plugin"))
+    joined = join(document, chosen)
+    return Joined(document=joined.document, problems=(*problems, *joined.problems), origin=joined.origin)
+
+
 def attribute(problems: Sequence[Problem], origin: dict[tuple[str, str], str]) -> list[Problem]:
     """Problems found by the schema and rules, those in an entry a plugin brought naming its package (and no line
     of the main matrix, which does not hold it)."""
