@@ -40,13 +40,28 @@ def load_modules(plugin: Plugin) -> None:
     for module in conformance.modules:
         try:
             importlib.import_module(module)
-        except Exception as error:  # torch_npu raises more than ImportError when CANN's libraries are absent
-            first = (str(error).splitlines() or [""])[0][:300]
-            pytest.fail(
-                f"could not import {module!r} ({type(error).__name__}: {first}), which plugin {plugin.package} needs "
-                f"for family {plugin.family}: {conformance.missing or 'install it beside the lock'}",
-                pytrace=False,
-            )
+        except ModuleNotFoundError as error:
+            if error.name is not None and module.split(".")[0].startswith(error.name.split(".")[0]):
+                pytest.fail(
+                    f"{error.name} is not installed, which plugin {plugin.package} needs for family {plugin.family}: "
+                    "install the environment's lock",
+                    pytrace=False,
+                )
+            _missing(plugin, module, error)
+        except Exception as error:  # torch_npu: a RuntimeError from torch's backend autoload, over a missing library
+            _missing(plugin, module, error)
+
+
+def _missing(plugin: Plugin, module: str, error: BaseException) -> None:
+    cause = error
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    first = (str(cause).splitlines() or [""])[0][:300]
+    pytest.fail(
+        f"could not import {module!r} ({type(cause).__name__}: {first}), which plugin {plugin.package} needs for "
+        f"family {plugin.family}: {plugin.conformance.missing or 'install it beside the lock'}",
+        pytrace=False,
+    )
 
 
 def adapter_device(family: str, name: str) -> Any:

@@ -238,10 +238,50 @@ def test_ray_resource_of_a_plugin_family_is_its_data() -> None:
     assert view.resource == "NPU"
 
 
-def test_the_device_tests_fail_naming_cann_without_it() -> None:
+def _raising(failures: dict[str, BaseException]) -> Any:
+    def import_module(name: str) -> object:
+        if name in failures:
+            raise failures[name]
+        return object()
+
+    return import_module
+
+
+def _autoload_failure() -> RuntimeError:
+    """What `import torch` raises with torch_npu installed and CANN absent (torch 2.13.0 + torch-npu 2.13.0)."""
+    try:
+        try:
+            raise ImportError("libhccl.so: cannot open shared object file: No such file or directory")
+        except ImportError as cause:
+            raise RuntimeError("Failed to load the backend extension: torch_npu.") from cause
+    except RuntimeError as error:
+        return error
+
+
+@pytest.mark.parametrize(
+    ("failures", "said"),
+    [
+        ({"torch": ModuleNotFoundError("No module named 'torch'", name="torch")}, "torch is not installed: install"),
+        ({"torch_npu": ModuleNotFoundError("no", name="torch_npu")}, "torch_npu is not installed: install the"),
+        ({"torch": _autoload_failure()}, "(ImportError: libhccl.so: cannot open shared object file: No such file"),
+    ],
+)
+def test_torch_npu_failures_name_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, failures: dict[str, BaseException], said: str
+) -> None:
+    from accelenv_ascend import cann
+
+    monkeypatch.setattr(cann.importlib, "import_module", _raising(failures))
+    with pytest.raises(cann.TorchNpuUnavailable) as caught:
+        cann.import_torch_npu()
+    assert said in str(caught.value)
+    assert ("CANN toolkit" in str(caught.value)) == ("libhccl" in said)
+
+
+def test_the_device_tests_fail_never_skip_without_torch_npu() -> None:
     from accelenv_ascend.device_tests.test_ascend_devices import _torch_npu
 
-    with pytest.raises(pytest.fail.Exception, match="CANN toolkit"):
+    with pytest.raises(pytest.fail.Exception, match=r"not installed|CANN toolkit"):
         _torch_npu()
 
 

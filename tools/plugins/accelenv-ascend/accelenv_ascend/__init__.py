@@ -11,12 +11,10 @@ from importlib import resources
 from pathlib import Path
 
 from accelenv.plugins import Conformance
+from accelenv_ascend.cann import CANN
 from accelenv_ascend.npu_smi import FAMILY, NpuSmiProbe
 
-CANN = (
-    "torch_npu needs Huawei's CANN toolkit (not on PyPI): install CANN and source its set_env.sh "
-    "(/usr/local/Ascend/ascend-toolkit/set_env.sh) on an Ascend host"
-)
+__all__ = ["CANN", "PLUGIN", "AscendPlugin"]
 
 
 class AscendPlugin:

@@ -1,6 +1,8 @@
 """Ascend device tests, against the real APIs (torch_npu, ray-ascend): every visible NPU with the expected count,
-a computation on each, an HCCL all-reduce across them, and Ray's NPU resource. Run on an Ascend node with CANN;
-elsewhere they fail naming CANN as missing (never a skip)."""
+a computation on each, torch_npu's hccl backend and ray-ascend's HCCL tensor transport registered, and Ray's NPU
+resource. The collective across devices is the conformance suite's (tests/devices/test_conformance_*.py, through
+the plugin's adapter). Run on an Ascend node with CANN; elsewhere they fail naming what is missing (torch_npu
+and CANN), never a skip."""
 
 from __future__ import annotations
 
@@ -11,16 +13,15 @@ from typing import Any
 
 import pytest
 
-from accelenv_ascend import CANN
+from accelenv_ascend.cann import TorchNpuUnavailable, import_torch_npu
 
 
 def _torch_npu() -> Any:
+    """torch_npu, or a failure naming what is missing (torch, torch_npu, or CANN): never a skip."""
     try:
-        importlib.import_module("torch")
-        return importlib.import_module("torch_npu")
-    except Exception as error:  # torch_npu raises more than ImportError when CANN's libraries are absent
-        first = (str(error).splitlines() or [""])[0][:300]
-        pytest.fail(f"could not import torch_npu ({type(error).__name__}: {first}): {CANN}", pytrace=False)
+        return import_torch_npu()
+    except TorchNpuUnavailable as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 def _expected_count() -> int:
@@ -51,6 +52,12 @@ def test_hccl_is_a_torch_distributed_backend() -> None:
 
     _torch_npu()
     assert dist.is_backend_available("hccl"), "torch_npu registered no hccl backend"
+
+
+def test_ray_ascend_registers_its_hccl_transport() -> None:
+    _torch_npu()
+    ray_ascend = importlib.import_module("ray_ascend")
+    ray_ascend.register_hccl_tensor_transport()  # Ray >= 2.56: the HCCL collective and tensor transport
 
 
 def test_ray_counts_the_npus() -> None:
