@@ -271,7 +271,7 @@ def test_torch_npu_failures_name_what_is_missing(
 ) -> None:
     from accelenv_ascend import cann
 
-    monkeypatch.setattr(cann.importlib, "import_module", _raising(failures))
+    monkeypatch.setattr("accelenv_ascend.cann.importlib.import_module", _raising(failures))
     with pytest.raises(cann.TorchNpuUnavailable) as caught:
         cann.import_torch_npu()
     assert said in str(caught.value)
