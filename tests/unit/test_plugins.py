@@ -287,3 +287,20 @@ def test_the_device_tests_fail_never_skip_without_torch_npu() -> None:
 
 def teardown_module() -> None:
     RELEASE.set()
+
+
+def test_entry_points_are_read_bounded_first_distribution_wins(tmp_path: Path) -> None:
+    from accelenv.host.distmeta import declared_entry_points
+
+    for folder, version in (("first", "0.2.0"), ("second", "0.1.0")):
+        info = tmp_path / folder / f"accelenv_ascend-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.4\nName: accelenv-ascend\nVersion: {version}\n\n")
+        (info / "entry_points.txt").write_text(
+            "[console_scripts]\nx = y:z\n\n[accelenv.families]\nascend = accelenv_ascend:PLUGIN\n"
+        )
+    found = declared_entry_points("accelenv.families", [str(tmp_path / "first"), str(tmp_path / "second")])
+    assert [(e.name, e.value, e.dist, e.version) for e in found] == [
+        ("ascend", "accelenv_ascend:PLUGIN", "accelenv-ascend", "0.2.0")
+    ]
+    assert declared_entry_points("accelenv.probes", [str(tmp_path / "first")]) == []

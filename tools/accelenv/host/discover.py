@@ -9,9 +9,7 @@ then by product name.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv import records
@@ -56,39 +54,20 @@ def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
     for plugin in installed().loaded:  # each held to its promise: one that raises or hangs is an error of its view
         if families is None or plugin.family in wanted:
             found[plugin.family] = GuardedProbe(plugin.make_probe(), plugin.package)
-    if not plugins_installed():
-        return found
-    import importlib.metadata  # the full entry-point machinery, only when some distribution declares a probe
+    from accelenv.host.distmeta import declared_entry_points
 
-    for entry in importlib.metadata.entry_points(group=PROBE_ENTRY_POINTS):
-        probe = entry.load()()
-        package = entry.dist.name if entry.dist is not None else entry.value
-        found[str(probe.family)] = GuardedProbe(probe, package)
+    for entry in declared_entry_points(PROBE_ENTRY_POINTS, sys.path):  # read bounded, not by importlib.metadata
+        probe = entry.load()()  # type: ignore[operator]
+        found[str(probe.family)] = GuardedProbe(probe, entry.dist)
     return found
 
 
 def plugins_installed(paths: Iterable[str] | None = None, *, group: str = PROBE_ENTRY_POINTS) -> bool:
-    """Whether any distribution on `paths` (default sys.path) declares entry points of `group`: a quick
-    look at the `entry_points.txt` files, which spares `importlib.metadata` (the slowest import of a check)
-    when there are none."""
-    marker = f"[{group}]"
-    for folder in sys.path if paths is None else paths:
-        try:
-            children = os.scandir(folder or ".")
-        except OSError:
-            continue
-        with children:
-            for child in children:
-                if not child.name.endswith((".dist-info", ".egg-info")):
-                    continue
-                from accelenv.host.distmeta import read_metadata_file
+    """Whether any distribution on `paths` (default sys.path) declares entry points of `group` (a quick look at
+    the `entry_points.txt` files, which spares `importlib.metadata` when there are none)."""
+    from accelenv.host.distmeta import declares_entry_points
 
-                text = read_metadata_file(Path(child.path, "entry_points.txt"))
-                if text is None:
-                    continue
-                if marker in text:
-                    return True
-    return False
+    return declares_entry_points(group, sys.path if paths is None else paths)
 
 
 def discover(

@@ -104,8 +104,11 @@ class Plugins:
 class EntryPoint(Protocol):
     """What `importlib.metadata.EntryPoint` offers that is used here (tests pass stand-ins)."""
 
-    name: str
-    value: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
 
     def load(self) -> object: ...
 
@@ -117,9 +120,11 @@ def enabled(environ: dict[str, str] | None = None) -> bool:
 def declared(paths: Iterable[str] | None = None) -> bool:
     """Whether a distribution on `paths` declares `accelenv.families` entry points (a quick look at the
     `entry_points.txt` files, which spares importing `importlib.metadata` when none does)."""
-    from accelenv.host.discover import plugins_installed
+    import sys
 
-    return plugins_installed(paths, group=ENTRY_POINTS)
+    from accelenv.host.distmeta import declares_entry_points
+
+    return declares_entry_points(ENTRY_POINTS, sys.path if paths is None else paths)
 
 
 _cache: dict[str, Plugins] = {}
@@ -130,12 +135,11 @@ def installed() -> Plugins:
     if not enabled() or not declared():
         return Plugins()
     if "installed" not in _cache:
-        import importlib.metadata
+        import sys
 
-        entries = [
-            (entry, entry.dist.name if entry.dist is not None else entry.value.split(":")[0])
-            for entry in importlib.metadata.entry_points(group=ENTRY_POINTS)
-        ]
+        from accelenv.host.distmeta import declared_entry_points
+
+        entries = [(entry, entry.dist) for entry in declared_entry_points(ENTRY_POINTS, sys.path)]
         _cache["installed"] = load_plugins(entries)
     return _cache["installed"]
 
@@ -205,7 +209,7 @@ def _load(entry: EntryPoint, package: str) -> Plugin | str:
     return Plugin(
         name=entry.name,
         package=package,
-        version=_version(package),
+        version=str(getattr(entry, "version", "?")),
         family=family,
         fragment=fragment,
         conformance=conformance,
@@ -224,15 +228,6 @@ def _fragment_backend(fragment: str, family: str) -> str | None:
     except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, str) else None
-
-
-def _version(package: str) -> str:
-    try:
-        import importlib.metadata
-
-        return importlib.metadata.version(package)
-    except Exception:  # a stand-in distribution in tests has no metadata
-        return "?"
 
 
 def plugin_rows(plugins: Plugins | None = None) -> list[dict[str, str]]:
