@@ -163,6 +163,10 @@ def ci(args: argparse.Namespace, out: TextIO) -> int:
     )
     for env_id, why in skipped:  # stderr: stdout stays the document a workflow reads
         sys.stderr.write(f"accelenv ci: {env_id} not scheduled: {why}\n")
+    from accelenv.plugins import installed  # a family plugin that failed schedules nothing: say so, by name
+
+    for failure in installed().failures:
+        sys.stderr.write(f"accelenv ci: {failure.message()}\n")
     out.write(github(rows) if args.format == "github" else buildkite(rows, skipped))
     return 0
 
