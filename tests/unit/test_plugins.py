@@ -304,3 +304,26 @@ def test_entry_points_are_read_bounded_first_distribution_wins(tmp_path: Path) -
         ("ascend", "accelenv_ascend:PLUGIN", "accelenv-ascend", "0.2.0")
     ]
     assert declared_entry_points("accelenv.probes", [str(tmp_path / "first")]) == []
+
+
+def test_show_and_ci_name_a_plugin_that_failed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from accelenv import plugins
+    from accelenv.cli import main
+    from accelenv.plugins import PluginFailure, Plugins
+
+    broken = PluginFailure(name="x", package="bad-hangs", reason="it did not load within 10 s (its import hangs)")
+    monkeypatch.setitem(plugins._cache, "installed", Plugins(loaded=(ascend(),), failures=(broken,)))
+    monkeypatch.setattr(plugins, "declared", lambda paths=None: True)
+    assert main(["--matrix", str(REPO / "matrix.toml"), "show", "--plugins"]) == 1
+    out = capsys.readouterr().out
+    assert "accelenv-ascend" in out
+    assert "bad-hangs" in out
+    assert "failed" in out
+    assert "it did not load within 10 s" in out
+    assert main(["--matrix", str(REPO / "matrix.toml"), "ci", "--tier", "pr"]) == 0
+    assert (
+        "accelenv ci: plugin bad-hangs (accelenv.families entry point 'x') is not used: it did not load within 10 s"
+        in capsys.readouterr().err
+    )
