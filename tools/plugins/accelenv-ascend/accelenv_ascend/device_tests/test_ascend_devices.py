@@ -54,10 +54,51 @@ def test_hccl_is_a_torch_distributed_backend() -> None:
     assert dist.is_backend_available("hccl"), "torch_npu registered no hccl backend"
 
 
+def _register_transport() -> None:
+    """The plugin adapter's RDT transport, registered the way it says (module:function)."""
+    from accelenv_ascend import PLUGIN
+
+    module, _, function = str(PLUGIN.conformance.rdt_register).partition(":")
+    getattr(importlib.import_module(module), function)()
+
+
 def test_ray_ascend_registers_its_hccl_transport() -> None:
     _torch_npu()
-    ray_ascend = importlib.import_module("ray_ascend")
-    ray_ascend.register_hccl_tensor_transport()  # Ray >= 2.56: the HCCL collective and tensor transport
+    _register_transport()  # ray-ascend, Ray >= 2.56: the HCCL collective and tensor transport
+
+
+def test_an_npu_tensor_moves_between_actors_over_hccl() -> None:
+    """Ray Direct Transport: an actor returns an NPU tensor over the adapter's transport (HCCL), another sums it."""
+    _torch_npu()
+    assert _expected_count() >= 2, f"the HCCL transport needs two NPUs; this host has {_expected_count()}"
+    from accelenv_ascend import PLUGIN
+
+    ray = importlib.import_module("ray")
+    collective = importlib.import_module("ray.util.collective")
+    transport = str(PLUGIN.conformance.rdt_transport)
+    _register_transport()
+
+    @ray.remote(resources={"NPU": 1})
+    class Actor:
+        def __init__(self) -> None:
+            _register_transport()
+
+        @ray.method(tensor_transport=transport)
+        def ones(self) -> Any:
+            import torch
+
+            return torch.ones(1024, device="npu")
+
+        def total(self, tensor: Any) -> float:
+            return float(tensor.sum().item())
+
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)
+    try:
+        sender, receiver = Actor.remote(), Actor.remote()
+        collective.create_collective_group([sender, receiver], backend=transport)
+        assert ray.get(receiver.total.remote(sender.ones.remote()), timeout=300) == 1024.0
+    finally:
+        ray.shutdown()
 
 
 def test_ray_counts_the_npus() -> None:
