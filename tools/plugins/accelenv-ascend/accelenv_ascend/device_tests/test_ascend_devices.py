@@ -62,6 +62,21 @@ def _register_transport() -> None:
     getattr(importlib.import_module(module), function)()
 
 
+class _Holder:
+    """A Ray actor on one NPU, with the transport registered in its process."""
+
+    def __init__(self) -> None:
+        _register_transport()
+
+    def ones(self) -> Any:
+        import torch
+
+        return torch.ones(1024, device="npu")
+
+    def total(self, tensor: Any) -> float:
+        return float(tensor.sum().item())
+
+
 def test_ray_ascend_registers_its_hccl_transport() -> None:
     _torch_npu()
     _register_transport()  # ray-ascend, Ray >= 2.56: the HCCL collective and tensor transport
@@ -78,23 +93,13 @@ def test_an_npu_tensor_moves_between_actors_over_hccl() -> None:
     transport = str(PLUGIN.conformance.rdt_transport)
     _register_transport()
 
-    @ray.remote(resources={"NPU": 1})
-    class Actor:
-        def __init__(self) -> None:
-            _register_transport()
-
-        @ray.method(tensor_transport=transport)
-        def ones(self) -> Any:
-            import torch
-
-            return torch.ones(1024, device="npu")
-
-        def total(self, tensor: Any) -> float:
-            return float(tensor.sum().item())
+    # the method that returns the tensor goes over the transport (what @ray.method(tensor_transport=...) does)
+    holder = type("Holder", (_Holder,), {"ones": ray.method(tensor_transport=transport)(_Holder.ones)})
+    actor: Any = ray.remote(resources={"NPU": 1})(holder)
 
     ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
-        sender, receiver = Actor.remote(), Actor.remote()
+        sender, receiver = actor.remote(), actor.remote()
         collective.create_collective_group([sender, receiver], backend=transport)
         assert ray.get(receiver.total.remote(sender.ones.remote()), timeout=300) == 1024.0
     finally:
