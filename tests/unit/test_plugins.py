@@ -327,3 +327,6 @@ def test_show_and_ci_name_a_plugin_that_failed(
         "accelenv ci: plugin bad-hangs (accelenv.families entry point 'x') is not used: it did not load within 10 s"
         in capsys.readouterr().err
     )
+    assert main(["--matrix", str(REPO / "matrix.toml"), "validate", "--strict"]) == 1  # a broken plugin is a warning
+    shown = capsys.readouterr()
+    assert "plugin bad-hangs (accelenv.families entry point 'x') is not used" in shown.out + shown.err

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from accelenv import __version__
+from accelenv import __version__, records
 from accelenv.errors import MatrixInvalidError, MatrixNotFoundError, UsageError
 from accelenv.fileio import kind_of, read_bytes
 from accelenv.matrix.model import (
@@ -163,7 +163,11 @@ def validate_file(path: Path) -> Validation:
         data = read_bytes(path, what="matrix")
     except UsageError as error:  # cannot be read, not a regular file, or too large
         raise MatrixNotFoundError(str(error)) from error
-    return _validate_bytes(data, str(path))
+    validation = _validate_bytes(data, str(path))
+    from accelenv.plugins.fragments import unused_failures  # installed plugins that failed: named, never dropped
+
+    failed = unused_failures(validation.problems)
+    return records.replace(validation, problems=(*failed, *validation.problems)) if failed else validation
 
 
 def _validate_bytes(data: bytes, source: str) -> Validation:

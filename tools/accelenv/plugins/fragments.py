@@ -132,6 +132,20 @@ def joined_with_declared(document: dict[str, Any], available: Sequence[Plugin] |
     return Joined(document=joined.document, problems=(*problems, *joined.problems), origin=joined.origin)
 
 
+def unused_failures(problems: Sequence[Problem]) -> list[Problem]:
+    """A warning for each installed plugin that failed to load and that the matrix does not declare (a declared
+    one is already an error at its `plugins[i]`): a broken plugin is named, never dropped silently."""
+    from accelenv.matrix.problems import Severity
+    from accelenv.plugins import installed
+
+    declared = {p.message.split(" ", 2)[1] for p in problems if p.rule == "plugin" and p.path.startswith("plugins[")}
+    return [
+        Problem(path="", message=failure.message(), severity=Severity.WARNING, rule="plugin")
+        for failure in installed().failures
+        if failure.package not in declared
+    ]
+
+
 def attribute(problems: Sequence[Problem], origin: dict[tuple[str, str], str]) -> list[Problem]:
     """Problems found by the schema and rules, those in an entry a plugin brought naming its package (and no line
     of the main matrix, which does not hold it)."""
