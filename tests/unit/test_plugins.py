@@ -47,7 +47,7 @@ def ascend(fragment: str | None = None, conformance: Conformance | None = None) 
         fragment=PLUGIN.matrix_fragment() if fragment is None else fragment,
         conformance=conformance or PLUGIN.conformance,
         device_tests=PLUGIN.device_tests(),
-        make_probe=PLUGIN.probe,
+        probe=PLUGIN.probe(),
     )
 
 
@@ -330,3 +330,33 @@ def test_show_and_ci_name_a_plugin_that_failed(
     assert main(["--matrix", str(REPO / "matrix.toml"), "validate", "--strict"]) == 1  # a broken plugin is a warning
     shown = capsys.readouterr()
     assert "plugin bad-hangs (accelenv.families entry point 'x') is not used" in shown.out + shown.err
+
+
+@pytest.mark.parametrize("how", ["raises", "hangs", "fine"])
+def test_discover_reads_a_plugin_family_and_survives_its_probe(tmp_path: Path, how: str) -> None:
+    from hostkit import FakeRunner, make_root
+
+    from accelenv.host.discover import discover
+    from accelenv.host.root import Root
+
+    matrix = validate_text(DECLARING, plugins=[ascend()]).matrix
+    assert matrix is not None
+    capture = (DATA / "npu-smi-info__vllm-ascend-issue198__8x-910B3__23.0.7.txt").read_text()
+    probe = PLUGIN.probe() if how == "fine" else _BadProbe(how)
+    report = discover(
+        matrix,
+        root=Root(make_root(tmp_path / "host")),
+        runner=FakeRunner({"npu-smi info": capture}),
+        environ={},
+        families=["ascend"],
+        registry={"ascend": GuardedProbe(probe, "accelenv-ascend", seconds=0.5)},
+        topology=False,
+    )
+    (acc,) = report.accelerators
+    if how == "fine":
+        assert acc.driver_version == "23.0.7"
+        assert [d.sku for d in acc.devices] == ["ascend-910b3"] * 8
+        assert acc.errors == ()
+    else:
+        assert acc.devices == ()
+        assert acc.errors[0].startswith("the probe of plugin accelenv-ascend (family ascend) failed: interpret() ")

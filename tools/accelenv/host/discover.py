@@ -53,7 +53,7 @@ def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
 
     for plugin in installed().loaded:  # each held to its promise: one that raises or hangs is an error of its view
         if families is None or plugin.family in wanted:
-            found[plugin.family] = GuardedProbe(plugin.make_probe(), plugin.package)
+            found[plugin.family] = GuardedProbe(plugin.probe, plugin.package)
     from accelenv.host.distmeta import declared_entry_points
 
     for entry in declared_entry_points(PROBE_ENTRY_POINTS, sys.path):  # read bounded, not by importlib.metadata

@@ -77,7 +77,7 @@ class Plugin:
     fragment: str
     conformance: Conformance
     device_tests: str | None
-    make_probe: Callable[[], FamilyProbe]
+    probe: FamilyProbe  # made once, when the plugin loaded (within its time)
 
 
 @frozen
@@ -214,7 +214,7 @@ def _load(entry: EntryPoint, package: str) -> Plugin | str:
         fragment=fragment,
         conformance=conformance,
         device_tests=tests,
-        make_probe=plugin.probe,
+        probe=probe,
     )
 
 
