@@ -48,6 +48,7 @@ def ascend(fragment: str | None = None, conformance: Conformance | None = None) 
         conformance=conformance or PLUGIN.conformance,
         device_tests=PLUGIN.device_tests(),
         probe=PLUGIN.probe(),
+        module="accelenv_ascend",
     )
 
 
@@ -360,3 +361,13 @@ def test_discover_reads_a_plugin_family_and_survives_its_probe(tmp_path: Path, h
     else:
         assert acc.devices == ()
         assert acc.errors[0].startswith("the probe of plugin accelenv-ascend (family ascend) failed: interpret() ")
+
+
+def test_a_session_installs_the_plugin_from_where_it_came() -> None:
+    from accelenv.plugins import install_spec
+
+    assert install_spec(ascend()) == str(PACKAGE)  # the in-repository reference: its project folder
+    from accelenv.records import replace
+
+    released = replace(ascend(), package="accelenv-npu", version="1.2.0", module="not_imported_here")
+    assert install_spec(released) == "accelenv-npu==1.2.0"

@@ -78,6 +78,7 @@ class Plugin:
     conformance: Conformance
     device_tests: str | None
     probe: FamilyProbe  # made once, when the plugin loaded (within its time)
+    module: str = ""  # the module its entry point names (accelenv_ascend)
 
 
 @frozen
@@ -215,6 +216,7 @@ def _load(entry: EntryPoint, package: str) -> Plugin | str:
         conformance=conformance,
         device_tests=tests,
         probe=probe,
+        module=entry.value.partition(":")[0].strip(),
     )
 
 
@@ -228,6 +230,21 @@ def _fragment_backend(fragment: str, family: str) -> str | None:
     except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, str) else None
+
+
+def install_spec(plugin: Plugin) -> str:
+    """What installs `plugin` into another Python (a session's virtualenv): the source folder it was installed
+    from when that is a project beside its module (an editable or in-repository plugin), else the release this
+    one is (`package==version`)."""
+    import sys
+
+    module = sys.modules.get(plugin.module)
+    where = getattr(module, "__file__", None)
+    if where:
+        project = Path(where).resolve().parents[1]
+        if (project / "pyproject.toml").is_file():
+            return str(project)
+    return f"{plugin.package}=={plugin.version}"
 
 
 def plugin_rows(plugins: Plugins | None = None) -> list[dict[str, str]]:
