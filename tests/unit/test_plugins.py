@@ -371,3 +371,26 @@ def test_a_session_installs_the_plugin_from_where_it_came() -> None:
 
     released = replace(ascend(), package="accelenv-npu", version="1.2.0", module="not_imported_here")
     assert install_spec(released) == "accelenv-npu==1.2.0"
+
+
+class _NoFamily:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        (lambda: _raises, "raised RuntimeError: libascend_hal.so"),
+        (lambda: _hangs, "did not return within 0.5 s"),
+        (lambda: lambda: _NoFamily, "made an object with no family"),
+    ],
+)
+def test_a_probe_entry_point_that_cannot_make_its_probe_is_named(target: Any, said: str) -> None:
+    from accelenv.plugins import probe_of
+
+    probe = probe_of(_Entry("demo", target()), "bad-probe", seconds=0.5)
+    assert probe.family == "demo"
+    assert probe.commands() == {}
+    (error,) = probe.interpret(None, {}).errors  # type: ignore[arg-type]
+    assert error.startswith("the probe of plugin bad-probe (accelenv.probes 'demo') ")
+    assert said in error

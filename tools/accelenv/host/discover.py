@@ -49,16 +49,17 @@ def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
     built-in one."""
     wanted = set(BUILTIN_PROBES if families is None else families)
     found: dict[str, FamilyProbe] = {f: builtin_probe(f) for f in BUILTIN_PROBES if f in wanted}
-    from accelenv.plugins import GuardedProbe, installed
+    from accelenv.plugins import GuardedProbe, installed, probe_of
 
-    for plugin in installed().loaded:  # each held to its promise: one that raises or hangs is an error of its view
+    plugged = installed().loaded if families is None or wanted - set(BUILTIN_PROBES) else ()
+    for plugin in plugged:  # each held to its promise: one that raises or hangs is an error of its view
         if families is None or plugin.family in wanted:
             found[plugin.family] = GuardedProbe(plugin.probe, plugin.package)
     from accelenv.host.distmeta import declared_entry_points
 
     for entry in declared_entry_points(PROBE_ENTRY_POINTS, sys.path):  # read bounded, not by importlib.metadata
-        probe = entry.load()()  # type: ignore[operator]
-        found[str(probe.family)] = GuardedProbe(probe, entry.dist)
+        probe = probe_of(entry, entry.dist)
+        found[str(probe.family)] = probe
     return found
 
 

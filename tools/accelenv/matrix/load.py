@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 MATRIX_ENV_VAR = "ACCELENV_MATRIX"
 SECTIONS = ("sources", "os", "families", "skus", "drivers", "runtimes", "envs")
+_DECLARES = re.compile(rb"^plugins[ \t]*=", re.MULTILINE)
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -186,10 +187,11 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     commands such as `check` then start in a fraction of the time, at about the cost of reading the file.
     `accelenv validate` never uses the cache."""
     data = None
-    plugins = _installed()
     if use_cache and not os.environ.get("ACCELENV_NO_CACHE"):
         with contextlib.suppress(UsageError):  # validate_file below says what is wrong with it
             data = read_bytes(path, what="matrix")
+    # the installed plugins' fragments are part of the cache key, looked up only for a matrix that declares some
+    plugins = _installed() if data is not None and _DECLARES.search(data) else ()
     key = _cache_key(data + _fragments_bytes(plugins)) if data is not None else None
     cached = _cache_dir() / f"{key}.json" if key else None
     if cached is not None and data is not None:

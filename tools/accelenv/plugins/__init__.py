@@ -312,6 +312,38 @@ class GuardedProbe:
         return f"the probe of plugin {self._package} (family {self.family}) failed: {what}"
 
 
+class FailedProbe:
+    """The stand-in for a probe that could not be made (its `accelenv.probes` entry point raised or hung): its
+    family's view carries why, so `inspect` and `check` say it."""
+
+    def __init__(self, family: str, why: str) -> None:
+        self.family = family
+        self._why = why
+
+    def commands(self) -> dict[str, list[str]]:
+        return {}
+
+    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
+        from accelenv.host.probes import ToolView
+
+        return ToolView(errors=(self._why,))
+
+
+def probe_of(entry: EntryPoint, package: str, seconds: float = PROBE_SECONDS) -> FamilyProbe:
+    """The probe an `accelenv.probes` entry point names (`family = "module:Class"`), made within `seconds` and
+    guarded; a failed one stands in as `FailedProbe` for the family the entry point is named after."""
+
+    def make() -> object:  # the import and the constructor, both within the time
+        factory: Any = entry.load()
+        return factory()
+
+    made = _call(make, seconds)
+    if isinstance(made, _Fault) or not isinstance(getattr(made, "family", None), str):
+        what = made.what if isinstance(made, _Fault) else "made an object with no family"
+        return FailedProbe(entry.name, f"the probe of plugin {package} (accelenv.probes {entry.name!r}) {what}")
+    return GuardedProbe(made, package, seconds)  # type: ignore[arg-type]
+
+
 @frozen
 class _Fault:
     what: str
