@@ -394,3 +394,14 @@ def test_a_probe_entry_point_that_cannot_make_its_probe_is_named(target: Any, sa
     (error,) = probe.interpret(None, {}).errors  # type: ignore[arg-type]
     assert error.startswith("the probe of plugin bad-probe (accelenv.probes 'demo') ")
     assert said in error
+
+
+def test_the_page_names_the_families_plugins_brought() -> None:
+    from accelenv.plan.page import html_page
+
+    joined = validate_text(DECLARING, plugins=[ascend()]).matrix
+    alone = validate_text(MAIN, plugins=[ascend()]).matrix
+    assert joined is not None
+    assert alone is not None
+    assert "7 families (ascend from a plugin)" in html_page(joined)
+    assert "6 families \u00b7" in html_page(alone)

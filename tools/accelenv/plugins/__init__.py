@@ -232,6 +232,11 @@ def _fragment_backend(fragment: str, family: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def plugin_families(family_ids: Iterable[str]) -> list[str]:
+    """The families among `family_ids` that a plugin brought (the page says so beside its count)."""
+    return [f for f in family_ids if f not in BUILTIN_FAMILIES]
+
+
 def install_spec(plugin: Plugin) -> str:
     """What installs `plugin` into another Python (a session's virtualenv): the source folder it was installed
     from when that is a project beside its module (an editable or in-repository plugin), else the release this
