@@ -132,3 +132,11 @@ def test_the_family_plugin_example_ends_green(tmp_path: Path) -> None:
     shown = of("accelenv show npu-ascend-cann85")
     assert "family      Huawei Ascend NPU (ascend, experimental)" in shown
     assert "base image  quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11" in shown
+
+
+def test_the_guide_shows_the_reference_plugin_as_it_is() -> None:
+    text = GUIDE.read_text(encoding="utf-8").splitlines()
+    start = text.index("```python plugin-excerpt") + 1
+    shown = text[start : text.index("```", start)]
+    source = (REPO / "tools/plugins/accelenv-ascend/accelenv_ascend/__init__.py").read_text(encoding="utf-8")
+    assert "\n".join(shown) in source

@@ -405,3 +405,9 @@ def test_the_page_names_the_families_plugins_brought() -> None:
     assert alone is not None
     assert "7 families (ascend from a plugin)" in html_page(joined)
     assert "6 families \u00b7" in html_page(alone)
+
+
+def test_an_entry_point_may_name_the_plugin_class() -> None:
+    plugins = load_plugins([(_Entry("ascend", AscendPlugin), "accelenv-ascend")])
+    assert plugins.failures == ()
+    assert [p.family for p in plugins.loaded] == ["ascend"]

@@ -181,7 +181,10 @@ def _load(entry: EntryPoint, package: str) -> Plugin | str:
     from accelenv.matrix.schema_values import COLLECTIVE_BACKEND, ID
 
     target = entry.load()
-    plugin: Any = target() if callable(target) and not hasattr(target, "family") else target
+    # the entry point may name the plugin object, its class, or a function that returns it
+    plugin: Any = (
+        target() if isinstance(target, type) or (callable(target) and not hasattr(target, "family")) else target
+    )
     family = getattr(plugin, "family", None)
     if not isinstance(family, str) or not re.fullmatch(ID, family):
         return f"its family id {family!r} is not an id (lower-case letters, digits and -)"
