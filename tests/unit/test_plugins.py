@@ -411,3 +411,17 @@ def test_an_entry_point_may_name_the_plugin_class() -> None:
     plugins = load_plugins([(_Entry("ascend", AscendPlugin), "accelenv-ascend")])
     assert plugins.failures == ()
     assert [p.family for p in plugins.loaded] == ["ascend"]
+
+
+def test_npu_smi_npus_of_two_chips_are_two_devices() -> None:
+    # the layout of an NPU with two chips: the NPU id repeated, one pair of rows per chip (rows as the
+    # 8x 910B3 capture prints them, the second chip's given its own bus id)
+    rows = (DATA / "npu-smi-info__vllm-ascend-issue198__8x-910B3__23.0.7.txt").read_text().splitlines()
+    first, second = rows[6], rows[7]
+    chip = second.replace("| 0   ", "| 1   ", 1).replace("0000:C1:00.0", "0000:C2:00.0")
+    version, devices = parse_npu_smi_info("\n".join([*rows[:6], first, second, rows[8], first, chip, rows[8]]))
+    assert version == "23.0.7"
+    assert [(d.index, d.extra["npu"], d.extra["chip"], d.pci_bus_id) for d in devices] == [
+        (0, "0", "0", "0000:c1:00.0"),
+        (1, "0", "1", "0000:c2:00.0"),
+    ]

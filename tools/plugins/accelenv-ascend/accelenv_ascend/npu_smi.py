@@ -1,10 +1,11 @@
 """`npu-smi info`: Huawei's table of NPUs, read into accelenv's facts (pure), and the probe that runs it.
 
-The table (as captured from npu-smi 23.0 to 25.x, see tests/data/SOURCES.md) has a title line with the driver's
+The table (as captured from npu-smi 23.0 and 24.1, see tests/data/SOURCES.md) has a title line with the driver's
 version (`| npu-smi 23.0.7   Version: 23.0.7 |`), then two lines per NPU: `| <npu> <name> | <health> | power
 temp hugepages |` and `| <chip> [<device>] | <bus id> | aicore  used / total memory  [used / total HBM] |`, then
-a process table, which is not read. Memory is the HBM total where the row has one (training parts), else the
-memory total (inference parts).
+a process table, which is not read. A device's index is its NPU id; where an NPU has several chips (each its own
+pair of rows, the NPU id repeated), the devices are numbered in the table's order, NPU and chip kept in `extra`.
+Memory is the HBM total where the row has one (training parts), else the memory total (inference parts).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.host.facts import DeviceFacts, ParseError
 from accelenv.host.probes import ToolView, output, parsed, tool_errors
+from accelenv.records import replace
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -58,11 +60,13 @@ def parse_npu_smi_info(text: str) -> tuple[str | None, tuple[DeviceFacts, ...]]:
                 arch="ascend910b" if _ARCH.match(name) else None,
                 memory_mib=memory,
                 pci_bus_id=second.group(3).lower(),
-                extra={"health": health, "chip": second.group(1)},
+                extra={"health": health, "npu": str(index), "chip": second.group(1)},
             )
         )
     if version is None and not devices:
         raise ParseError("npu-smi info: expected its table (a `npu-smi X Version: X` title, NPU rows); found neither")
+    if len({d.index for d in devices}) < len(devices):  # NPUs of several chips (Atlas A3): one device per chip
+        devices = [replace(d, index=position) for position, d in enumerate(devices)]
     return version, tuple(devices)
 
 
