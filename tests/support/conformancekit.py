@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from accelenv.plugins import BUILTIN_FAMILIES
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import ModuleType
@@ -59,6 +61,10 @@ def need_torch_alone(expected: Expected) -> ModuleType:
     from devicekit import need_module
 
     env = expected.env
+    if env.family not in BUILTIN_FAMILIES:  # the adapter's modules first: one missing is named (CANN), not a traceback
+        from pluginkit import load_modules, plugin_of
+
+        load_modules(plugin_of(env.family))
     framework = env.framework
     if framework is not None and "torch" not in framework.name:
         try:
