@@ -425,3 +425,18 @@ def test_npu_smi_npus_of_two_chips_are_two_devices() -> None:
         (0, "0", "0", "0000:c1:00.0"),
         (1, "0", "1", "0000:c2:00.0"),
     ]
+
+
+class _Redefines(AscendPlugin):
+    def matrix_fragment(self) -> str:
+        return PLUGIN.matrix_fragment() + '\n[families.nvidia]\nname = "Mine"\n'
+
+
+def test_a_fragment_redefining_a_core_family_fails_to_load_by_name() -> None:
+    plugins = load_plugins([(_Entry("ascend", _Redefines()), "bad-fragment")])
+    assert plugins.loaded == ()
+    (failure,) = plugins.failures
+    assert failure.reason == (
+        "its matrix fragment defines families.nvidia: a plugin brings its own family (ascend) and that family's "
+        "entries, never another's"
+    )

@@ -198,6 +198,12 @@ def _load(entry: EntryPoint, package: str) -> Plugin | str:
     fragment = plugin.matrix_fragment()
     if not isinstance(fragment, str):
         return "matrix_fragment() did not return TOML text"
+    foreign = _foreign_entries(fragment, family)
+    if foreign:
+        return (
+            f"its matrix fragment defines {', '.join(foreign)}: a plugin brings its own family ({family}) and "
+            "that family's entries, never another's"
+        )
     stated = _fragment_backend(fragment, family)
     if stated is not None and stated != conformance.collective_backend:
         return (
@@ -221,6 +227,26 @@ def _load(entry: EntryPoint, package: str) -> Plugin | str:
         probe=probe,
         module=entry.value.partition(":")[0].strip(),
     )
+
+
+def _foreign_entries(fragment: str, family: str) -> list[str]:
+    """The fragment's entries that are not the plugin's to define: another family, or an entry of one."""
+    import tomllib
+
+    try:
+        document = tomllib.loads(fragment)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return []  # the matrix's validation says what is wrong with it, naming the package
+    foreign = [f"families.{key}" for key in document.get("families", {}) if key != family]
+    for section in ("skus", "drivers", "runtimes", "envs"):
+        table = document.get(section, {})
+        if isinstance(table, dict):
+            foreign += [
+                f"{section}.{key}"
+                for key, entry in table.items()
+                if isinstance(entry, dict) and entry.get("family") not in (None, family)
+            ]
+    return foreign
 
 
 def _fragment_backend(fragment: str, family: str) -> str | None:
