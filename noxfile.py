@@ -42,6 +42,8 @@ def _closing_lines() -> None:
 
 LINTED = ["tools", "tests", "noxfile.py", "benchmarks"]
 
+PLUGINS = ("-e", "tools/plugins/accelenv-ascend")  # the reference family plugin, installed as a vendor's would be
+
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
@@ -60,7 +62,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """pytest: unit tests (no network, no docker, no vendor tools) and integration tests."""
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev]", *PLUGINS)
     # 600 s per test (the slowest, an emulated arm64 image build, takes about 4 minutes on 2 cores): a hung test
     # fails with its stack and the run goes on. Given here, not in pyproject.toml: the device tests run with that
     # file's pytest settings in environments that have no pytest-timeout.

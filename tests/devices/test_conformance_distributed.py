@@ -29,7 +29,7 @@ def test_all_reduce_and_training_match_a_single_process(expected: Expected, requ
         run = current_run(request.config)
         if run is not None:
             run.nodes = max(run.nodes, cluster.nodes)
-        members = spawn(cluster, family, backend)
+        members = spawn(cluster, family, backend, resource=expected.matrix.families[family].ray_resource)
         form(members)
         world = cluster.members
         assert ray.get([m.all_reduce.remote() for m in members]) == [world * (world + 1) / 2] * world

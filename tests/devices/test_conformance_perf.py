@@ -27,6 +27,8 @@ from conformancekit import (
 from devicekit import Expected, need_devices, need_module
 from perfkit import REPS, WARMUP, host_sku, report_figure, spread
 
+from accelenv.plugins import BUILTIN_FAMILIES
+
 if TYPE_CHECKING:
     from accelenv.matrix import Sku
 
@@ -64,6 +66,8 @@ def _device(expected: Expected) -> _On:
         name = torch.hpu.get_device_name()
     elif family == "neuron":  # torch-neuronx's PJRT path: ops are traced, and run at the step mark (sync_for)
         need_module(expected, "torch_xla.core.xla_model")
+    elif family not in BUILTIN_FAMILIES:  # a plugin's family: its adapter's device and wait (device_for, sync_for)
+        name = None
     elif family != "cpu":
         pytest.fail(f"the performance tests do not yet know how to drive a {family} device from one process")
     return _On(device_for(backend_of(expected.matrix, expected.env)), name)
@@ -139,7 +143,12 @@ def test_all_reduce_bus_bandwidth(expected: Expected, request: pytest.FixtureReq
     with ray_cluster(family, expected.device_count) as cluster:
         if cluster.members < 2:
             pytest.skip(f"{cluster.members} device: no all-reduce bus bandwidth to measure")
-        members = spawn(cluster, family, backend_of(expected.matrix, expected.env))
+        members = spawn(
+            cluster,
+            family,
+            backend_of(expected.matrix, expected.env),
+            resource=expected.matrix.families[family].ray_resource,
+        )
         form(members)
         numel = (256 if family != "cpu" else 4) * 2**20 // 4
         per_member = ray.get([m.bus_bandwidth.remote(numel, WARMUP, REPS) for m in members], timeout=300)

@@ -35,7 +35,7 @@ def test_a_killed_member_is_restarted_and_the_run_completes(expected: Expected) 
     with ray_cluster(family, expected.device_count) as cluster:
         if cluster.members < 2:
             pytest.skip(f"{cluster.members} device: no other member to survive the kill")
-        members = spawn(cluster, family, backend, restarts=1)
+        members = spawn(cluster, family, backend, restarts=1, resource=expected.matrix.families[family].ray_resource)
         pids = ray.get([m.pid.remote() for m in members])
         form(members)
         weight, bias, _, _ = data()

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from accelenv.plugins import BUILTIN_FAMILIES
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import ModuleType
@@ -35,9 +37,9 @@ if TYPE_CHECKING:
 STEPS = 6
 FEATURES, OUTPUTS, SAMPLES = 16, 4, 64
 LR = 0.1
-# the Ray resource one member asks for, per family (what Ray's accelerator managers register)
-RESOURCE = {"cpu": {"num_cpus": 1}, "nvidia": {"num_gpus": 1}, "amd": {"num_gpus": 1}}
-CUSTOM = {"gaudi": "HPU", "tpu": "TPU", "neuron": "neuron_cores"}
+# the Ray resource one member asks for: Ray's GPU and CPU counts by their own options, any other resource
+# (families.<id>.ray_resource, a plugin's family bringing its own) by name
+RESOURCE = {"cpu": {"num_cpus": 1}}
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
 if not os.environ.get("RAY_ADDRESS") and "ray" not in sys.modules:
     # Ray reads these when it is imported: with clusters "disabled" every node's address is loopback
@@ -59,6 +61,10 @@ def need_torch_alone(expected: Expected) -> ModuleType:
     from devicekit import need_module
 
     env = expected.env
+    if env.family not in BUILTIN_FAMILIES:  # the adapter's modules first: one missing is named (CANN), not a traceback
+        from pluginkit import load_modules, plugin_of
+
+        load_modules(plugin_of(env.family))
     framework = env.framework
     if framework is not None and "torch" not in framework.name:
         try:
@@ -75,7 +81,9 @@ def need_torch_alone(expected: Expected) -> ModuleType:
 
 
 def backend_of(matrix: Matrix, env: Environment) -> str:
-    backend = matrix.families[env.family].collective_backend
+    """The family's collective backend, qualified by the family (`gaudi:hccl`, `ascend:hccl`): the name alone
+    can mean two backends."""
+    backend = matrix.families[env.family].qualified_backend
     if backend is None:
         pytest.fail(f"family {env.family} has no collective_backend in the matrix")
     return backend
@@ -146,10 +154,15 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def member_options(family: str) -> dict[str, Any]:
+def member_options(family: str, resource: str | None = None) -> dict[str, Any]:
+    """Ray options that give a member one device: `resource` is the family's `ray_resource`."""
     if family in RESOURCE:
         return dict(RESOURCE[family])
-    return {"num_cpus": 0, "resources": {CUSTOM[family]: 1}}
+    if resource is None:
+        pytest.fail(f"family {family} has no ray_resource in the matrix: Ray cannot give a member one of its devices")
+    if resource == "GPU":
+        return {"num_gpus": 1}
+    return {"num_cpus": 0, "resources": {resource: 1}}
 
 
 def data() -> tuple[Any, Any, Any, Any]:
@@ -215,7 +228,7 @@ class Member(RayMember):
             dist.destroy_process_group()
         self.device = device_for(self.backend)
         dist.init_process_group(
-            self.backend,
+            self.backend.split(":", 1)[1],
             init_method=f"tcp://{address}:{port}",
             rank=self.rank,
             world_size=self.world,
@@ -274,23 +287,27 @@ def _timedelta(seconds: int) -> Any:
 
 
 def device_for(backend: str) -> Any:
-    """The device a member of a `backend` group computes on, with the backend registered in torch.distributed."""
+    """The device a member of a `backend` group computes on (`family:name`, as `backend_of` gives it), with the
+    backend registered in torch.distributed. A plugin's family is driven by its conformance adapter."""
     import torch
 
-    if backend == "gloo":
+    family, name = backend.split(":", 1)
+    if name == "gloo":
         return torch.device("cpu")
-    if backend == "nccl":
+    if family in ("nvidia", "amd") and name == "nccl":
         return torch.device("cuda", 0)  # Ray leaves each member its one device
-    if backend == "hccl":
+    if family == "gaudi" and name == "hccl":
         import habana_frameworks.torch.distributed.hccl  # noqa: F401 - registers the backend
 
         return torch.device("hpu")
-    if backend == "xla":
+    if family in ("tpu", "neuron") and name == "xla":
         import torch_xla.core.xla_model as xm
         import torch_xla.distributed.xla_backend  # noqa: F401 - registers the backend
 
         return xm.xla_device()
-    raise ValueError(f"unknown collective backend {backend!r}")
+    from pluginkit import adapter_device
+
+    return adapter_device(family, name)
 
 
 def sync_for(device: Any) -> Callable[[], None]:
@@ -303,6 +320,10 @@ def sync_for(device: Any) -> Callable[[], None]:
         return synchronize
     if kind == "hpu":
         return torch.hpu.synchronize  # type: ignore[no-any-return]
+    if kind not in ("cpu", "xla"):
+        from pluginkit import adapter_sync
+
+        return adapter_sync(kind)
     if kind == "xla":
         import torch_xla.core.xla_model as xm
 
@@ -314,11 +335,12 @@ def sync_for(device: Any) -> Callable[[], None]:
     return lambda: None
 
 
-def spawn(cluster: Cluster, family: str, backend: str, *, restarts: int = 0) -> list[Any]:
-    """One actor per member, spread over the nodes."""
+def spawn(cluster: Cluster, family: str, backend: str, *, restarts: int = 0, resource: str | None = None) -> list[Any]:
+    """One actor per member, spread over the nodes; `resource`: the family's ray_resource."""
     import ray
 
-    remote = ray.remote(Member).options(max_restarts=restarts, scheduling_strategy="SPREAD", **member_options(family))
+    options = member_options(family, resource)
+    remote = ray.remote(Member).options(max_restarts=restarts, scheduling_strategy="SPREAD", **options)
     return [remote.remote(rank, cluster.members, backend) for rank in range(cluster.members)]
 
 

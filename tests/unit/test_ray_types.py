@@ -141,7 +141,7 @@ def node(resources: dict[str, float], labels: dict[str, str] | None = None) -> d
 
 
 def test_a_wrong_accelerator_type_resource_fails_the_node_with_the_fix() -> None:
-    result = _result(node({"GPU": 8.0, "accelerator_type:A100": 1.0}), answer(), "nvidia")
+    result = _result(node({"GPU": 8.0, "accelerator_type:A100": 1.0}), answer(), "nvidia", "GPU")
     assert result.verdict == "fail"
     assert result.failing == ["ray.accelerator_type"]
     check = next(c for c in result.checks if c["id"] == "ray.accelerator_type")
@@ -152,7 +152,7 @@ def test_a_wrong_accelerator_type_resource_fails_the_node_with_the_fix() -> None
 
 def test_the_right_type_passes() -> None:
     result = _result(
-        node({"GPU": 8.0, "accelerator_type:H100": 1.0}, {"ray.io/accelerator-type": "H100"}), answer(), "nvidia"
+        node({"GPU": 8.0, "accelerator_type:H100": 1.0}, {"ray.io/accelerator-type": "H100"}), answer(), "nvidia", "GPU"
     )
     assert result.verdict == "pass"
     assert result.failing == []
@@ -160,7 +160,7 @@ def test_the_right_type_passes() -> None:
 
 def test_a_driver_upgraded_under_a_running_node_is_drift_with_the_restart_fix() -> None:
     started = {"accelenv.io/driver": "570.124.06", "accelenv.io/family": "nvidia", "ray.io/accelerator-type": "H100"}
-    result = _result(node({"GPU": 8.0, "accelerator_type:H100": 1.0}, started), answer(), "nvidia")
+    result = _result(node({"GPU": 8.0, "accelerator_type:H100": 1.0}, started), answer(), "nvidia", "GPU")
     assert result.verdict == "fail"
     assert result.failing == ["ray.labels"]
     check = next(c for c in result.checks if c["id"] == "ray.labels")
@@ -195,7 +195,7 @@ def test_ray_findings_skip_what_is_unknown() -> None:
 
 
 def test_a_hand_set_gpu_count_without_a_type_warns() -> None:
-    result = _result(node({"GPU": 8.0}), answer(), "nvidia")
+    result = _result(node({"GPU": 8.0}), answer(), "nvidia", "GPU")
     assert result.verdict == "warn"
     assert result.failing == []
 

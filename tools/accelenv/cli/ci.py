@@ -76,6 +76,10 @@ def ci(args: argparse.Namespace, out: TextIO) -> int:
     if args.format != "text":  # text has them on stdout
         for error in made.errors:
             sys.stderr.write(f"accelenv ci: error: {error}\n")
+    from accelenv.plugins import installed  # a family plugin that failed schedules nothing: say so, by name
+
+    for failure in installed().failures:
+        sys.stderr.write(f"accelenv ci: {failure.message()}\n")
     return 1 if made.errors else 0
 
 

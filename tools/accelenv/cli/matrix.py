@@ -214,14 +214,19 @@ def list_envs(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def show_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("env", metavar="ENV", help="environment id, or a family session name for its default")
+    p.add_argument("env", metavar="ENV", nargs="?", help="environment id, or a family session name for its default")
     p.add_argument("--json", action="store_true", help="print the resolved environment as JSON")
+    p.add_argument(
+        "--plugins", action="store_true", help="list the family plugins installed here, and why any is not used"
+    )
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.matrix.resolve import get_env, resolve
     from accelenv.plan.lock import lock_path
 
+    if args.plugins or args.env is None:
+        return _show_plugins(args, out)
     matrix = matrix_of(args)
     data = resolve(matrix, get_env(matrix, args.env))
     if args.json:
@@ -231,6 +236,26 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
     shown = os.path.relpath(lock) if lock.is_file() else None  # the command runs where `show` was asked
     out.write("\n".join(_show_lines(data, shown)) + "\n")
     return 0
+
+
+def _show_plugins(args: argparse.Namespace, out: TextIO) -> int:
+    """The installed family plugins (`accelenv.families`): loaded ones with their family and backend, failed ones
+    with the reason; exit 1 when one failed, so nothing is dropped silently."""
+    from accelenv.plugins import plugin_rows
+
+    if args.env is None and not args.plugins:
+        raise UsageError("give an environment (accelenv show ENV), or --plugins to list the family plugins")
+    rows = plugin_rows()
+    if args.json:
+        dump_json(rows, out)
+    elif not rows:
+        out.write("no family plugin installed (accelenv.families entry points)\n")
+    else:
+        cells = [
+            [r["package"], r["version"], r["family"] or "-", r["backend"] or "-", r["state"], r["why"]] for r in rows
+        ]
+        table(cells, ["PLUGIN", "VERSION", "FAMILY", "BACKEND", "STATE", "WHY NOT USED"], out)
+    return 1 if any(r["state"] == "failed" for r in rows) else 0
 
 
 def _show_lines(data: dict[str, Any], lock: str | None = None) -> list[str]:
@@ -494,7 +519,7 @@ COMMANDS = {
     ),
     "show": Command(
         epilog="examples:\n  accelenv show gpu-nvidia-cu132\n  accelenv show gpu-amd --json   # a session name picks "
-        "the family's default",
+        "the family's default\n  accelenv show --plugins   # the family plugins installed here; why one is not used",
         arguments=show_arguments,
         run=show,
     ),

@@ -1,4 +1,5 @@
-"""Ray's name for what a node has, from the matrix: the resource Ray counts per family and the accelerator type it
+"""Ray's name for what a node has, from the matrix: the resource Ray counts per family (`[families.*]
+ray_resource`, a plugin's fragment giving its own) and the accelerator type it
 reports for a SKU (`[skus.*] ray_accelerator_type`, read from Ray 2.60.0's accelerator managers), so `inspect`,
 `labels` and `check --ray` can set Ray's picture beside accelenv's without importing Ray.
 
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
     from accelenv.host.report import Accelerator
     from accelenv.matrix.model import Matrix
 
-# What Ray calls each family's accelerators (ray/_private/accelerators): the resource counted per node.
-RAY_RESOURCE = {"nvidia": "GPU", "amd": "GPU", "tpu": "TPU", "neuron": "neuron_cores", "gaudi": "HPU"}
 # The label Ray 2.60 sets on every node with an accelerator (ray._raylet.RAY_NODE_ACCELERATOR_TYPE_KEY).
 RAY_TYPE_LABEL = "ray.io/accelerator-type"
 
@@ -45,7 +44,8 @@ class ExpectedRay:
 
 def expected_ray(matrix: Matrix, acc: Accelerator) -> ExpectedRay:
     """Ray's view of `acc` as the matrix predicts it, from the node's first device."""
-    resource = RAY_RESOURCE.get(acc.family)
+    family = matrix.families.get(acc.family)
+    resource = family.ray_resource if family is not None else None  # matrix data: a plugin's family brings its own
     if not acc.devices:
         return ExpectedRay(resource=resource, known=True, accelerator_type=None, sku=None, why="no device")
     first = acc.devices[0]

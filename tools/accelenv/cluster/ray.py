@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
     from accelenv.matrix.model import Matrix
 
-from accelenv.cluster.accelerator_types import RAY_RESOURCE
 from accelenv.cluster.node_answer import answer_problem, node_labels_of, ray_findings
 
 # Why a node died, as ray.nodes() reports it (DeathReason: NodeDeathInfo.Reason in Ray's common.proto).
@@ -181,6 +180,7 @@ def _check_nodes(
 ) -> list[NodeResult]:
     """One pinned task per alive node, then who is alive once the answers are in, then the nodes already dead."""
     remote = _remote_check()
+    resource = _model(matrix_text).families[family].ray_resource
     everything: list[dict[str, Any]] = ray.nodes()
     nodes = [n for n in everything if n.get("Alive")]
     pending = {}
@@ -214,7 +214,7 @@ def _check_nodes(
         elif data.get("node_id") != node["NodeID"]:
             results.append(_unreachable(node, f"the check ran on node {data.get('node_id')}, not on this one"))
         else:
-            results.append(_result(node, data, family))
+            results.append(_result(node, data, family, resource))
     for ref in not_ready:
         node = pending[ref]
         latest = now.get(node["NodeID"]) or {**node, "Alive": False, "DeathReason": None}
@@ -307,18 +307,17 @@ def _remote_check() -> Any:
     return ray.remote(num_cpus=0, max_retries=0)(_check_here)
 
 
-def _resources(node: dict[str, Any], family: str) -> tuple[float | None, list[str]]:
+def _resources(node: dict[str, Any], name: str | None) -> tuple[float | None, list[str]]:
     resources = node.get("Resources") or {}
-    name = RAY_RESOURCE.get(family)
     count = resources.get(name) if name else None
     types = sorted(k.split(":", 1)[1] for k in resources if k.startswith("accelerator_type:"))
     return count, types
 
 
-def _result(node: dict[str, Any], data: dict[str, Any], family: str) -> NodeResult:
-    ray_count, ray_types = _resources(node, family)
+def _result(node: dict[str, Any], data: dict[str, Any], family: str, resource: str | None) -> NodeResult:
+    """`resource`: what Ray counts for the family's devices (`families.<id>.ray_resource`)."""
+    ray_count, ray_types = _resources(node, resource)
     problems = []
-    resource = RAY_RESOURCE.get(family)
     if resource is not None:
         seen = data["devices"]
         if ray_count is None and seen:

@@ -9,9 +9,7 @@ then by product name.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelenv import records
@@ -46,42 +44,31 @@ def builtin_probe(family: str) -> FamilyProbe:
 
 
 def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
-    """Built-in probes (of `families`, default all), then any registered under the `accelenv.probes`
-    entry-point group: a plugin may add a family or replace a built-in one."""
+    """Built-in probes (of `families`, default all), then those of family plugins (`accelenv.families`), then
+    any registered under the `accelenv.probes` entry-point group: a plugin may add a family or replace a
+    built-in one."""
     wanted = set(BUILTIN_PROBES if families is None else families)
     found: dict[str, FamilyProbe] = {f: builtin_probe(f) for f in BUILTIN_PROBES if f in wanted}
-    if not plugins_installed():
-        return found
-    import importlib.metadata  # the full entry-point machinery, only when some distribution declares a probe
+    from accelenv.plugins import GuardedProbe, installed, probe_of
 
-    for entry in importlib.metadata.entry_points(group=PROBE_ENTRY_POINTS):
-        probe = entry.load()()
+    plugged = installed().loaded if families is None or wanted - set(BUILTIN_PROBES) else ()
+    for plugin in plugged:  # each held to its promise: one that raises or hangs is an error of its view
+        if families is None or plugin.family in wanted:
+            found[plugin.family] = GuardedProbe(plugin.probe, plugin.package)
+    from accelenv.host.distmeta import declared_entry_points
+
+    for entry in declared_entry_points(PROBE_ENTRY_POINTS, sys.path):  # read bounded, not by importlib.metadata
+        probe = probe_of(entry, entry.dist)
         found[str(probe.family)] = probe
     return found
 
 
-def plugins_installed(paths: Iterable[str] | None = None) -> bool:
-    """Whether any distribution on `paths` (default sys.path) declares `accelenv.probes` entry points: a quick
-    look at the `entry_points.txt` files, which spares `importlib.metadata` (the slowest import of a check)
-    when there are none."""
-    marker = f"[{PROBE_ENTRY_POINTS}]"
-    for folder in sys.path if paths is None else paths:
-        try:
-            children = os.scandir(folder or ".")
-        except OSError:
-            continue
-        with children:
-            for child in children:
-                if not child.name.endswith((".dist-info", ".egg-info")):
-                    continue
-                from accelenv.host.distmeta import read_metadata_file
+def plugins_installed(paths: Iterable[str] | None = None, *, group: str = PROBE_ENTRY_POINTS) -> bool:
+    """Whether any distribution on `paths` (default sys.path) declares entry points of `group` (a quick look at
+    the `entry_points.txt` files, which spares `importlib.metadata` when there are none)."""
+    from accelenv.host.distmeta import declares_entry_points
 
-                text = read_metadata_file(Path(child.path, "entry_points.txt"))
-                if text is None:
-                    continue
-                if marker in text:
-                    return True
-    return False
+    return declares_entry_points(group, sys.path if paths is None else paths)
 
 
 def discover(

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 from accelenv.errors import AccelenvError
 from accelenv.fileio import read_bytes
+from accelenv.records import frozen
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
 MAX_METADATA = 1024 * 1024  # METADATA holds the long description too; the fields come first
@@ -48,3 +50,73 @@ def name_and_version(folder: Path) -> tuple[str, str] | None:
         if "Name" in fields and "Version" in fields:
             return fields["Name"], fields["Version"]
     return None
+
+
+@frozen
+class DeclaredEntryPoint:
+    """One entry point as a distribution's `entry_points.txt` declares it (read bounded, never through
+    `importlib.metadata`, which would read every distribution's files unbounded: a FIFO there would hang it)."""
+
+    name: str
+    value: str  # "module:attribute"
+    group: str
+    dist: str  # the distribution's name (its METADATA), else the folder's
+    version: str
+
+    def load(self) -> object:
+        import importlib
+
+        module, _, attribute = self.value.partition(":")
+        target: object = importlib.import_module(module.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            target = getattr(target, part)
+        return target
+
+
+_SECTION = re.compile(r"\A\[([^\]\s]{1,200})\]\Z")
+_ENTRY = re.compile(r"\A([A-Za-z0-9_.-][^=]{0,199}?)\s*=\s*([A-Za-z0-9_.]+(?:\s*:\s*[A-Za-z0-9_.]+)?)\s*(?:\[.*\])?\Z")
+
+
+def declared_entry_points(group: str, paths: Iterable[str]) -> list[DeclaredEntryPoint]:
+    """The entry points of `group` the distributions in `paths` declare, each distribution once (the first on the
+    path, as Python would import it), in path order."""
+    import os
+    from pathlib import Path as _Path
+
+    found: list[DeclaredEntryPoint] = []
+    seen: set[str] = set()
+    for folder in paths:
+        try:
+            children = sorted(os.scandir(folder or "."), key=lambda c: c.name)
+        except OSError:
+            continue
+        for child in children:
+            if not child.name.endswith((".dist-info", ".egg-info")):
+                continue
+            text = read_metadata_file(_Path(child.path, "entry_points.txt"))
+            if text is None or f"[{group}]" not in text:
+                continue
+            named = name_and_version(_Path(child.path))
+            dist, version = named or (child.name.split("-")[0], "?")
+            key = re.sub(r"[-_.]+", "-", dist).lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            section = None
+            for raw in text.splitlines():
+                line = raw.strip()
+                if (header := _SECTION.match(line)) is not None:
+                    section = header.group(1)
+                elif section == group and (entry := _ENTRY.match(line)) is not None:
+                    found.append(
+                        DeclaredEntryPoint(
+                            name=entry.group(1).strip(), value=entry.group(2), group=group, dist=dist, version=version
+                        )
+                    )
+    return found
+
+
+def declares_entry_points(group: str, paths: Iterable[str]) -> bool:
+    """Whether a distribution in one of `paths` declares entry points of `group`: a quick look at the
+    `entry_points.txt` files."""
+    return bool(declared_entry_points(group, paths))

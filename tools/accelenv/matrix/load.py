@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from accelenv import __version__
+from accelenv import __version__, records
 from accelenv.errors import MatrixInvalidError, MatrixNotFoundError, UsageError
 from accelenv.fileio import kind_of, read_bytes
 from accelenv.matrix.model import (
@@ -46,10 +46,15 @@ from accelenv.matrix.problems import Problem, Severity, dotted
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from packaging.requirements import Requirement
+
+    from accelenv.plugins import Plugin
 
 MATRIX_ENV_VAR = "ACCELENV_MATRIX"
 SECTIONS = ("sources", "os", "families", "skus", "drivers", "runtimes", "envs")
+_DECLARES = re.compile(rb"^plugins[ \t]*=", re.MULTILINE)
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -87,8 +92,10 @@ def find_matrix(explicit: str | None = None, start: Path | None = None) -> Path:
     )
 
 
-def validate_text(text: str, source: str = "matrix.toml") -> Validation:
-    """Parse, check against the schema, build the model and apply the rules. Never raises on bad input."""
+def validate_text(text: str, source: str = "matrix.toml", *, plugins: Sequence[Plugin] | None = None) -> Validation:
+    """Parse, check against the schema, build the model and apply the rules. Never raises on bad input.
+    The fragments of the plugins the matrix declares (`plugins = [...]`) are joined to the document first and
+    validated with it; `plugins` is where to find them (default: the plugins installed here)."""
     import tomllib
 
     try:
@@ -110,6 +117,13 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
     lines = LineIndex(text)
     problems: list[Problem] = []
     broken: set[tuple[str, str]] = set()
+    origin: dict[tuple[str, str], str] = {}
+    if document.get("plugins"):
+        from accelenv.plugins.fragments import joined_with_declared
+
+        joined = joined_with_declared(document, plugins)
+        document, origin = joined.document, joined.origin
+        problems.extend(joined.problems)
     for parts, message, harmless in schema_errors(document):
         problems.append(Problem(path=dotted(parts), message=message, line=lines.line_of(parts), rule="schema"))
         if harmless:  # a repeated list item: the entry still reads the same, so the rules still see it
@@ -119,7 +133,7 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
         elif len(parts) <= 1:
             broken.add((str(parts[0]) if parts else "", "*"))
     if any(entry == "*" for _, entry in broken):
-        return Validation(source=source, matrix=None, problems=tuple(problems))
+        return Validation(source=source, matrix=None, problems=tuple(_attributed(problems, origin)))
     matrix, build_problems = _build(document, broken, source, check_requirements=True)
     problems.extend(build_problems)
     for finding in check_rules(matrix, skipped=frozenset(broken)):
@@ -132,8 +146,17 @@ def validate_text(text: str, source: str = "matrix.toml") -> Validation:
                 rule=finding.rule,
             )
         )
+    problems = _attributed(problems, origin)
     problems.sort(key=lambda p: (p.line is None, p.line or 0, p.path))
     return Validation(source=source, matrix=matrix, problems=tuple(problems))
+
+
+def _attributed(problems: list[Problem], origin: dict[tuple[str, str], str]) -> list[Problem]:
+    if not origin:
+        return problems
+    from accelenv.plugins.fragments import attribute
+
+    return attribute(problems, origin)
 
 
 def validate_file(path: Path) -> Validation:
@@ -141,7 +164,11 @@ def validate_file(path: Path) -> Validation:
         data = read_bytes(path, what="matrix")
     except UsageError as error:  # cannot be read, not a regular file, or too large
         raise MatrixNotFoundError(str(error)) from error
-    return _validate_bytes(data, str(path))
+    validation = _validate_bytes(data, str(path))
+    from accelenv.plugins.fragments import unused_failures  # installed plugins that failed: named, never dropped
+
+    failed = unused_failures(validation.problems)
+    return records.replace(validation, problems=(*failed, *validation.problems)) if failed else validation
 
 
 def _validate_bytes(data: bytes, source: str) -> Validation:
@@ -163,13 +190,18 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
     if use_cache and not os.environ.get("ACCELENV_NO_CACHE"):
         with contextlib.suppress(UsageError):  # validate_file below says what is wrong with it
             data = read_bytes(path, what="matrix")
-    key = _cache_key(data) if data is not None else None
+    # the installed plugins' fragments are part of the cache key, looked up only for a matrix that declares some
+    plugins = _installed() if data is not None and _DECLARES.search(data) else ()
+    key = _cache_key(data + _fragments_bytes(plugins)) if data is not None else None
     cached = _cache_dir() / f"{key}.json" if key else None
     if cached is not None and data is not None:
         with contextlib.suppress(OSError, ValueError, MatrixInvalidError, KeyError, TypeError, UsageError):
             # the text, and the document it parsed to, as JSON: no TOML parser to import, no validation to repeat
             entry = json.loads(read_bytes(cached, what="matrix cache"))
-            if entry["text"] == data.decode("utf-8"):  # the name is a checksum: the text itself decides
+            same = (
+                entry["text"] == data.decode("utf-8") and entry.get("plugins", "") == _fragments_bytes(plugins).decode()
+            )
+            if same:  # the name is a checksum: the text (and the plugins' fragments) itself decides
                 matrix, problems = _build(entry["document"], set(), str(path), check_requirements=False)
                 if not problems:
                     return matrix
@@ -181,7 +213,12 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
 
         with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
             text = data.decode("utf-8")
-            entry = {"text": text, "document": tomllib.loads(text)}
+            document = tomllib.loads(text)
+            if document.get("plugins"):  # the joined document: its key covers the installed plugins' fragments
+                from accelenv.plugins.fragments import joined_with_declared
+
+                document = joined_with_declared(document, plugins).document
+            entry = {"text": text, "document": document, "plugins": _fragments_bytes(plugins).decode()}
             _write_cache(cached, json.dumps(entry, separators=(",", ":")))
     return validation.matrix
 
@@ -203,7 +240,14 @@ def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
 
     try:
         document = tomllib.loads(text)
+        extra: list[Problem] = []
+        if document.get("plugins"):  # a node joins its own installed plugins' fragments, as the driver did
+            from accelenv.plugins.fragments import joined_with_declared
+
+            joined = joined_with_declared(document, None)
+            document, extra = joined.document, [p for p in joined.problems if p.is_error]
         matrix, problems = _build(document, set(), source, check_requirements=False)
+        problems = [*extra, *problems]
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, RecursionError) as error:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(source, (problem,)) from error
@@ -221,6 +265,16 @@ def read_matrix(path: Path) -> Matrix:
         problem = Problem(path="", message=f"cannot be read: {error}", rule="toml")
         raise MatrixInvalidError(str(path), (problem,)) from error
     return model_from_text(text, str(path))
+
+
+def _installed() -> tuple[Plugin, ...]:
+    from accelenv.plugins import installed
+
+    return installed().loaded
+
+
+def _fragments_bytes(plugins: Sequence[Plugin]) -> bytes:
+    return "".join(f"\0{p.package}\0{p.fragment}" for p in plugins).encode()
 
 
 def _cache_dir() -> Path:
@@ -350,6 +404,8 @@ def _build(
             newer_drivers=v.get("newer_drivers", "run-older-runtimes"),
             collective_backend=v.get("collective_backend"),
             owners=tuple(v.get("owners", ())),
+            ray_resource=v.get("ray_resource"),
+            ray_visible_devices_env=v.get("ray_visible_devices_env"),
             sources=tuple(v.get("sources", ())),
         )
         for key, v in _entries(document, "families", broken)

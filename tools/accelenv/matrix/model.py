@@ -123,6 +123,15 @@ class Family:
     ci_platforms: Mapping[str, tuple[tuple[str, ...], str | None]] = field(default_factory=lambda: MappingProxyType({}))
     collective_backend: str | None = None  # torch.distributed backend of the conformance suite: nccl, gloo ...
     owners: tuple[str, ...] = ()  # GitHub handles or teams who answer for the family (CODEOWNERS, ci)
+    ray_resource: str | None = None  # what Ray counts for its devices (GPU, NPU); None: Ray has no manager for it
+    ray_visible_devices_env: str | None = None  # the variable Ray sets to give a worker its devices
+
+    @property
+    def qualified_backend(self) -> str | None:
+        """The collective backend as one unambiguous name: `family:backend` (Gaudi's and Ascend's are both
+        `hccl` to torch.distributed, and are two backends)."""
+        return f"{self.id}:{self.collective_backend}" if self.collective_backend else None
+
     sources: tuple[str, ...]
 
 

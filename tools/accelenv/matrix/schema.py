@@ -343,6 +343,13 @@ def matrix_schema() -> Json:
                 "const": SCHEMA_VERSION,
                 "description": "Version of this schema the file is written for.",
             },
+            "plugins": array(
+                "Family plugins this matrix uses (distribution names with an accelenv.families entry point): each "
+                "must be installed, and its matrix fragment is joined to this file and validated with it.",
+                item(
+                    r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$", "a distribution name such as accelenv-ascend"
+                ),
+            ),
             "sources": table_of("Public sources, referenced by id from the entries.", "#/$defs/source"),
             "os": {
                 "type": "object",

@@ -8,12 +8,14 @@ from __future__ import annotations
 from accelenv.matrix.model import CiTier, Maturity
 from accelenv.matrix.schema_values import (
     ARCH,
+    COLLECTIVE_BACKEND,
     DEVICE_NODE,
     ENV_VAR,
     ID,
     PCI_ID,
     PRODUCT_NAME,
     RAY_ACCELERATOR_TYPE,
+    RAY_RESOURCE,
     REGEX_TEXT,
     SHM_SIZE,
     TEXT_LINE,
@@ -155,10 +157,24 @@ def family() -> Json:
                 "newer runtime, so a driver newer than the one a runtime ships is not known to work).",
                 ["run-older-runtimes", "may-need-newer-runtime"],
             ),
-            "collective_backend": choice(
-                "The torch.distributed backend the conformance suite forms its process group over "
-                "(NCCL also names RCCL on ROCm builds; xla is the PJRT path of TPU and Neuron).",
-                ["nccl", "gloo", "hccl", "xla"],
+            "collective_backend": text(
+                "The torch.distributed backend the conformance suite forms its process group over, as the family's "
+                "framework registers it (NCCL also names RCCL on ROCm builds; xla is the PJRT path of TPU and "
+                "Neuron). A name means that family's backend: Gaudi's hccl and Ascend's hccl are two backends, "
+                "shown qualified (gaudi:hccl, ascend:hccl).",
+                COLLECTIVE_BACKEND,
+                "a backend name as torch.distributed knows it: lower-case letters, digits, _ (nccl, gloo, hccl)",
+            ),
+            "ray_resource": text(
+                "The resource Ray counts for the family's devices (its accelerator manager's get_resource_name: "
+                "GPU, TPU, neuron_cores, HPU, NPU); absent when Ray has no accelerator manager for it.",
+                RAY_RESOURCE,
+                "a Ray resource name: a letter, then letters, digits or _",
+            ),
+            "ray_visible_devices_env": text(
+                "The variable Ray sets to give a worker its devices (get_visible_accelerator_ids_env_var).",
+                ENV_VAR,
+                "an upper-case environment variable name",
             ),
             "no_sku_driver_min": line(
                 "Why the family's SKUs carry no driver floor of their own (their runtimes' driver rules decide); "

@@ -207,6 +207,11 @@ def _install(session: Any, env: Environment, repo: Path, lock: Path, python: str
     target = ("--python", str(venv / "bin" / "python"))
     session.run_install(uv, "pip", "install", "--quiet", *target, "-e", str(repo), external=True)
     session.run_install(uv, "pip", "install", "--quiet", *target, "--require-hashes", "-r", str(lock), external=True)
+    from accelenv.plugins import install_spec, installed
+
+    plugin = installed().of(env.family)  # a plugin's family: the venv's accelenv needs the plugin to read the matrix
+    if plugin is not None:
+        session.run_install(uv, "pip", "install", "--quiet", "--no-deps", *target, install_spec(plugin), external=True)
     return venv / "bin"
 
 

@@ -498,7 +498,8 @@ def html_page(
         '<div class="title"><h1>accelenv compatibility</h1>',
         (
             f'<p class="muted">{len(matrix.skus)} SKUs \u00b7 {len(matrix.envs)} environments \u00b7 '
-            f"{len(matrix.families)} families \u00b7 {n_runs} SKU\u2013environment pairs that run. Generated "
+            f"{len(matrix.families)} families{_plugged(matrix)} \u00b7 {n_runs} SKU\u2013environment pairs that run. "
+            "Generated "
             "from <code>matrix.toml</code> by <code>accelenv report --format html</code>.</p>"
             + stamp_html(stamp)
             + "</div>"
@@ -551,3 +552,11 @@ def script_json(data: object) -> str:
     or open a comment (`</script>`, `<!--<script>`), whatever the matrix says."""
     text = json.dumps(data, sort_keys=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _plugged(matrix: Matrix) -> str:
+    """ " (ascend from a plugin)": the families the matrix's plugins brought, named beside the count."""
+    from accelenv.plugins import plugin_families
+
+    names = plugin_families(matrix.families)
+    return f" ({', '.join(_e(n) for n in names)} from {'a plugin' if len(names) == 1 else 'plugins'})" if names else ""
