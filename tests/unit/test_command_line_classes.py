@@ -110,15 +110,16 @@ def test_the_exit_status_is_the_verdicts_whatever_the_pipe_does(failing_snapshot
 
 
 def _minimal_words(name: str) -> list[str]:
-    """The command `name` with a value for each positional argument it requires (a choice where it has choices)."""
+    """The command `name` with a value for each argument it requires (positional, or a required option), a choice
+    where it has choices."""
     parser = build_parser(name)
     (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     words = [name]
     for action in sub.choices[name]._actions:
-        if action.option_strings or action.nargs in ("?", "*", argparse.REMAINDER):
+        if action.nargs in ("?", "*", argparse.REMAINDER) or (action.option_strings and not action.required):
             continue
         value = str(next(iter(action.choices))) if action.choices else "x"
-        words += [value] * (action.nargs if isinstance(action.nargs, int) else 1)
+        words += action.option_strings[:1] + [value] * (action.nargs if isinstance(action.nargs, int) else 1)
     return words
 
 
