@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
+from accelenv.host.redact import one_line, redact_text
 from accelenv.host.topology import tpu_topology
 from accelenv.records import field, frozen
 
@@ -131,7 +132,10 @@ def labelled(raw: Mapping[str, str]) -> LabelSet:
     if problems:
         raise UsageError("cannot make node labels: " + "; ".join(sorted(problems)))
     labels, encoded = {}, {}
-    for key, value in raw.items():
+    for key, raw_value in raw.items():
+        # redacted as read, before encoding: encoding would hide `token=...` from redaction (`=` becomes `_`),
+        # and redacting the encoded text would put `<redacted>`, which no scheduler accepts, into a label
+        value = redact_text(raw_value)
         labels[key] = encode_value(value)
         if labels[key] != value:
             encoded[key] = value
@@ -146,7 +150,7 @@ def render(labels: LabelSet, fmt: str, *, header: str) -> str:
         problem = key_problem(key) or value_problem(value)
         if problem:
             raise UsageError(f"cannot write node labels: {problem}")
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    comment = f"# {_comment_text(header)}\n"
     if fmt == "json":
         return json.dumps(labels.as_json(), indent=2, sort_keys=True) + "\n"
     if fmt == "ray":
@@ -156,6 +160,13 @@ def render(labels: LabelSet, fmt: str, *, header: str) -> str:
     if fmt == "nfd":
         return comment + "".join(f"{k}={v}\n" for k, v in labels.labels.items())
     raise UsageError(f"unknown label format {fmt!r}: choose one of {', '.join(FORMATS)}")
+
+
+def _comment_text(header: str) -> str:
+    """`header` as the text of one comment line: line breaks and control characters shown as escapes, and never
+    starting with `+` (node-feature-discovery reads a `# +key=value` comment as a directive, `+expiry-time=`)."""
+    text = one_line(redact_text(header))
+    return "\\" + text if text.startswith("+") else text
 
 
 def drift(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:

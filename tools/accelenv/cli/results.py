@@ -3,7 +3,6 @@ environment's newest run with its earlier ones, and name what no passing record 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -46,9 +45,9 @@ def _day(epoch: int | None) -> str:
 
 
 def results(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.fileio import write_atomic
+    from accelenv.host.redact import one_line
     from accelenv.results.compare import regressions, stale
-    from accelenv.results.record import SUFFIX, read_records
+    from accelenv.results.record import read_records
 
     matrix = matrix_of(args)
     default = os.environ.get("ACCELENV_RESULTS") or str(repo_of(args) / "results")
@@ -60,10 +59,9 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
     found = regressions(records, tolerance=args.tolerance)
     old = stale(matrix, records, days=args.stale_after, now=now) if args.stale_after is not None else []
     if args.merge:
-        folder = Path(args.merge)
-        folder.mkdir(parents=True, exist_ok=True)
-        for record in records:
-            write_atomic(folder / f"{record.id}{SUFFIX}", json.dumps(record.data, indent=2, sort_keys=True) + "\n")
+        from accelenv.results.merge import merge_into
+
+        merge_into(Path(args.merge), records)
     if args.json:
         dump_json(
             {
@@ -108,7 +106,7 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
             if r.frameworks_differ:
                 out.write(f"{r.id}: installed framework differs from the pins: {'; '.join(r.frameworks_differ)}\n")
         for bad in refused:
-            out.write(f"refused {bad.path}: {bad.reason}\n")
+            out.write(f"refused {one_line(bad.path)}: {one_line(bad.reason)}\n")  # a file name cannot forge a line
         for g in found:
             out.write(
                 f"regression {g.env} on {g.sku or '?'}: {g.figure} {g.value:.4g} {g.unit} in {g.record}, "

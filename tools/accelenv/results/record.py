@@ -9,11 +9,12 @@ as evidence, and its content is never echoed except as escaped text by the page.
 from __future__ import annotations
 
 import json
+import stat
 import time
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
-from accelenv.fileio import read_bytes
+from accelenv.fileio import files_under, read_bytes
 from accelenv.records import frozen
 from accelenv.results.schema import FORMAT, result_schema
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_RECORD = 4 * 2**20  # a record with 10,000 tests is under 2 MiB
 MAX_FILES = 10000
+MAX_TOTAL = 512 * 2**20  # all the records one command reads: a year of nightly runs of every environment is less
 CLOCK_SKEW = 300  # seconds a record's end may lie ahead of this machine's clock
 SUFFIX = ".result.json"
 
@@ -86,10 +88,11 @@ def format_time(epoch: float) -> str:
 
 
 def _schema_problem(data: object) -> str | None:
-    from jsonschema import Draft202012Validator
+    from accelenv.matrix.schema_check import strict_validator  # patterns match whole strings, as ECMA-262
 
-    validator = Draft202012Validator(result_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    validator = strict_validator(result_schema())
+    instance: Any = data  # any JSON value: the validator says what is wrong with it
+    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return None
     first = errors[0]
@@ -196,7 +199,7 @@ def record_files(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir() and not path.is_symlink():
-            found += sorted(p for p in path.rglob("*" + SUFFIX) if not p.is_dir())
+            found += files_under(path, SUFFIX, limit=MAX_FILES)  # no recursion: a 1,100-deep folder is refused
         elif path.exists() or path.is_symlink():
             found.append(path)
         else:
@@ -213,7 +216,11 @@ def read_records(
     content, the later file is refused (two runs cannot share an id)."""
     records: dict[str, Record] = {}
     refused: list[Refused] = []
+    total = 0
     for path in record_files(paths):
+        total += _size_on_disk(path)
+        if total > MAX_TOTAL:  # records are kept whole: the sum is bounded, not only each file
+            raise UsageError(f"the records named hold more than {MAX_TOTAL // 2**20} MiB in all; name fewer folders")
         got = read_record(path, matrix, now=now)
         if isinstance(got, Refused):
             refused.append(got)
@@ -224,3 +231,12 @@ def read_records(
         elif seen.data != got.data:
             refused.append(Refused(path=got.path, reason=f"id {got.id} is also in {seen.path} with other content"))
     return sorted(records.values(), key=lambda r: (r.started, r.id)), refused
+
+
+def _size_on_disk(path: Path) -> int:
+    """The size of the regular file `path` (0 for anything else: `read_record` refuses it unread)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
