@@ -19,6 +19,7 @@ from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
 from accelenv.host.redact import one_line, redact_text
 from accelenv.host.topology import tpu_topology
+from accelenv.matrix.schema_values import ENV_LABEL  # one limit for an id: the matrix holds ids to it
 from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def node_labels(
     if family == "cpu" and report.os.arch:
         raw[PREFIX + "arch"] = report.os.arch
     for env_id, found in sorted(verdicts.items()):
-        raw[f"{PREFIX}env.{env_id}"] = str(verdict(found))
+        raw[f"{PREFIX}{ENV_LABEL}{env_id}"] = str(verdict(found))
     if nvlink is not None:
         raw[PREFIX + "nvlink-cluster"] = nvlink.cluster_uuid
         raw[PREFIX + "nvlink-clique"] = nvlink.clique_id
@@ -177,7 +178,7 @@ def drift(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     out = []
     if recorded.get(PREFIX + "family", now.get(PREFIX + "family")) != now.get(PREFIX + "family"):
         # judged through another family's eyes (a cpu environment on a GPU node): only the verdicts compare
-        now = {k: v for k, v in now.items() if k.startswith(PREFIX + "env.")}
+        now = {k: v for k, v in now.items() if k.startswith(PREFIX + ENV_LABEL)}
     for key in sorted(now):
         if key in recorded and recorded[key] != now[key]:
             out.append(f"{key}={recorded[key]!r} at start, {now[key]!r} now")
