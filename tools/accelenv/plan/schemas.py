@@ -53,6 +53,12 @@ _CDI_SPEC: Json = {
             "items": {"type": "string"},
         },
         "missing_count": {"type": "integer", "minimum": 0, "description": "How many do not exist."},
+        "sensitive": {
+            "type": "array",
+            "description": "Host paths no device needs that it gives every container (an engine socket, a secret, "
+            "a whole system folder), each with how: `/ (read-write)`.",
+            "items": {"type": "string"},
+        },
     },
 }
 
