@@ -12,7 +12,6 @@ from accelenv import changeset
 from accelenv.errors import UsageError
 from accelenv.fileio import write_atomic
 
-
 ALLOWED = changeset.targets("matrix.toml")
 
 
