@@ -339,7 +339,9 @@ def which(tool: str, path: str) -> str | None:
     lzma, 3 ms of the start-up of every check, which asks whether container tools are installed)."""
 
     def runnable(candidate: Path) -> bool:
-        return candidate.exists() and os.access(candidate, os.X_OK) and not candidate.is_dir()
+        # os.path, not Path: a PATH folder this user cannot search (or a name too long) is passed over, as a
+        # shell passes it over, where Path.exists raises
+        return os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate)  # noqa: PTH110, PTH112
 
     if "/" in tool:
         return tool if runnable(Path(tool)) else None
