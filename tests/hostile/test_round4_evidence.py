@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 from hostilekit import REPO, accelenv, assert_clean_error
@@ -24,9 +24,6 @@ from accelenv.matrix import load_matrix
 from accelenv.results import record as record_module
 from accelenv.results.merge import merge_into
 from accelenv.results.record import SUFFIX, read_records
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 TOKEN = "ghp_" + "Q" * 36
 PASSWORD = "s3cr3t-Pa55word-xyz"  # noqa: S105 (the secret the run must not leak)
@@ -225,3 +222,21 @@ def test_a_file_name_cannot_forge_a_summary_line(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert [line for line in lines if line.startswith("refused")] == [lines[-2]], result.stdout
     assert lines[-1].startswith("0 record(s), 1 refused"), result.stdout
+
+
+def test_every_write_of_a_record_stays_inside_its_folder() -> None:
+    """Enumerates the modules that write records, snapshots or merges (results/, the results command): every
+    write_atomic call there names the folder it must stay inside."""
+    import ast
+
+    import accelenv as package
+
+    root = Path(package.__file__).parent
+    sources = [*sorted((root / "results").glob("*.py")), root / "cli" / "results.py"]
+    offenders = []
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            writes = isinstance(node, ast.Call) and ast.unparse(node.func).endswith("write_atomic")
+            if writes and not any(k.arg == "inside" for k in node.keywords):  # type: ignore[attr-defined]
+                offenders.append(f"{source.name}:{getattr(node, 'lineno', '?')}")
+    assert offenders == []
