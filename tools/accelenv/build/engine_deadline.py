@@ -6,7 +6,8 @@ docker-py's client is a requests session. Over TCP its http(s) adapters get `net
 the Unix socket, docker-py's own connection makes the socket, so the module it makes it with is given a stand-in
 whose `socket()` reports each new socket to the running exchange (and does nothing when none runs). Answers read
 as a stream (build output, a container's output, `docker save`, pulls) are long by nature and stay under the
-per-read timeout alone; every other answer is read whole inside the deadline.
+per-read timeout alone, as are uploads (`docker import` of a root file system); every other exchange is read
+whole inside the deadline.
 """
 
 from __future__ import annotations
@@ -40,9 +41,18 @@ def bound(client: Any, *, timeout: float) -> None:
     send = client.send
 
     def bounded_send(request: Any, **kwargs: Any) -> Any:
-        if kwargs.get("stream"):
+        if kwargs.get("stream") or _uploads(request.body):
             return send(request, **kwargs)
         with netio.deadline(f"{request.method} {request.path_url}", bounds):
             return send(request, **kwargs)
 
     client.send = bounded_send
+
+
+MAX_SMALL_BODY = 1 << 20  # a request body up to this is a parameter document; beyond, or a file, an upload
+
+
+def _uploads(body: object) -> bool:
+    """Whether a request sends a payload whose transfer takes as long as it is large (`docker import` of a root
+    file system, a loaded archive): not held to a deadline made for answers."""
+    return body is not None and not (isinstance(body, bytes | str) and len(body) <= MAX_SMALL_BODY)
