@@ -91,6 +91,15 @@ def test_every_shape_is_redacted(case: tuple[str, str]) -> None:
 @given(st.lists(lines(), min_size=1, max_size=5))
 def test_json_documents_stay_json_and_hold_no_secret(cases: list[tuple[str, str]]) -> None:
     document = {"stdout": "\n".join(line for line, _ in cases), "environment": {"X": cases[0][0]}}
+    # a secret that is also a word of the document's keys ("environm") or of another line ("password") stays
+    # there as that word whatever is redacted: such a draw proves nothing
+    keys = json.dumps({"stdout": "", "environment": {"X": ""}})
+    assume(
+        not any(
+            secret in keys or any(secret in other for j, (other, _) in enumerate(cases) if j != i)
+            for i, (_, secret) in enumerate(cases)
+        )
+    )
     text = json.dumps(redact_json(document))
     json.loads(text)
     for _, secret in cases:

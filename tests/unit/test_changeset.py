@@ -12,27 +12,42 @@ from accelenv import changeset
 from accelenv.errors import UsageError
 from accelenv.fileio import write_atomic
 
+ALLOWED = changeset.targets("matrix.toml")
+
+
+def _tree(tmp_path: Path) -> None:
+    for folder in ("envs/e1", "envs/e2", "envs/e3", "images/e1", "images/e2"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+
 
 def test_a_whole_change_lands_and_leaves_no_journal(tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("old a\n")
-    (tmp_path / "gone.txt").write_text("stale\n")
-    (tmp_path / "same.txt").write_text("same\n")
+    _tree(tmp_path)
+    (tmp_path / "matrix.toml").write_text("old a\n")
+    (tmp_path / "images/e2/Dockerfile").write_text("stale\n")
+    (tmp_path / "envs/e3/env.json").write_text("same\n")
     changed = changeset.commit(
         tmp_path,
-        {"a.txt": "new a\n", "sub/b.txt": "new b\n", "gone.txt": None, "same.txt": "same\n"},
+        {
+            "matrix.toml": "new a\n",
+            "envs/e2/requirements.lock": "new b\n",
+            "images/e2/Dockerfile": None,
+            "envs/e3/env.json": "same\n",
+        },
         purpose="refresh",
+        allowed=ALLOWED,
     )
-    assert changed == ["a.txt", "gone.txt", "sub/b.txt"]
-    assert (tmp_path / "a.txt").read_text() == "new a\n"
-    assert (tmp_path / "sub" / "b.txt").read_text() == "new b\n"
-    assert not (tmp_path / "gone.txt").exists()
+    assert changed == ["envs/e2/requirements.lock", "images/e2/Dockerfile", "matrix.toml"]
+    assert (tmp_path / "matrix.toml").read_text() == "new a\n"
+    assert (tmp_path / "envs/e2/requirements.lock").read_text() == "new b\n"
+    assert not (tmp_path / "images/e2/Dockerfile").exists()
     assert not (tmp_path / changeset.JOURNAL).exists()
     assert changeset.pending(tmp_path) is None
 
 
 def interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "a.txt").write_text("old a\n")
-    (tmp_path / "c.txt").write_text("old c\n")
+    _tree(tmp_path)
+    (tmp_path / "matrix.toml").write_text("old a\n")
+    (tmp_path / "images/e1/Dockerfile").write_text("old c\n")
     real = write_atomic
     count = []
 
@@ -45,33 +60,44 @@ def interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(changeset, "write_atomic", failing)
     with pytest.raises(OSError, match="No space"):
-        changeset.commit(tmp_path, {"a.txt": "new a\n", "b.txt": "new b\n", "c.txt": None}, purpose="refresh")
+        changeset.commit(
+            tmp_path,
+            {"matrix.toml": "new a\n", "envs/e1/env.json": "new b\n", "images/e1/Dockerfile": None},
+            purpose="refresh",
+            allowed=ALLOWED,
+        )
     monkeypatch.setattr(changeset, "write_atomic", real)
 
 
 def test_an_interrupted_change_is_refused_then_undone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     interrupted(tmp_path, monkeypatch)
-    assert (tmp_path / "a.txt").read_text() == "new a\n"  # half of it landed
+    assert (tmp_path / "envs/e1/env.json").read_text() == "new b\n"  # half of it landed
+    assert not (tmp_path / "images/e1/Dockerfile").exists()
+    assert (tmp_path / "matrix.toml").read_text() == "old a\n"
     found = changeset.pending(tmp_path)
     assert found is not None
-    assert found.files == ("a.txt", "b.txt", "c.txt")
+    assert found.files == ("envs/e1/env.json", "images/e1/Dockerfile", "matrix.toml")
     with pytest.raises(UsageError, match=r"an earlier refresh was interrupted with 3 file\(s\) to write"):
-        changeset.commit(tmp_path, {"a.txt": "other\n"}, purpose="refresh")
-    assert changeset.finish(tmp_path, "undo") == ["a.txt", "b.txt", "c.txt"]
-    assert (tmp_path / "a.txt").read_text() == "old a\n"
-    assert not (tmp_path / "b.txt").exists()
-    assert (tmp_path / "c.txt").read_text() == "old c\n"
+        changeset.commit(tmp_path, {"matrix.toml": "other\n"}, purpose="refresh", allowed=ALLOWED)
+    assert changeset.finish(tmp_path, "undo", allowed=ALLOWED) == [
+        "envs/e1/env.json",
+        "images/e1/Dockerfile",
+        "matrix.toml",
+    ]
+    assert (tmp_path / "matrix.toml").read_text() == "old a\n"
+    assert not (tmp_path / "envs/e1/env.json").exists()
+    assert (tmp_path / "images/e1/Dockerfile").read_text() == "old c\n"
     assert changeset.pending(tmp_path) is None
 
 
 def test_an_interrupted_change_is_resumed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     interrupted(tmp_path, monkeypatch)
-    changeset.finish(tmp_path, "resume")
-    assert (tmp_path / "a.txt").read_text() == "new a\n"
-    assert (tmp_path / "b.txt").read_text() == "new b\n"
-    assert not (tmp_path / "c.txt").exists()
+    changeset.finish(tmp_path, "resume", allowed=ALLOWED)
+    assert (tmp_path / "matrix.toml").read_text() == "new a\n"
+    assert (tmp_path / "envs/e1/env.json").read_text() == "new b\n"
+    assert not (tmp_path / "images/e1/Dockerfile").exists()
     with pytest.raises(UsageError, match="no interrupted change to resume"):
-        changeset.finish(tmp_path, "resume")
+        changeset.finish(tmp_path, "resume", allowed=ALLOWED)
 
 
 @pytest.mark.parametrize(
@@ -81,8 +107,8 @@ def test_an_interrupted_change_is_resumed(tmp_path: Path, monkeypatch: pytest.Mo
         json.dumps({"version": 99, "purpose": "refresh", "files": {}}),
         json.dumps({"version": 1, "purpose": "refresh", "files": {"../outside.txt": {"old": None, "new": "x"}}}),
         json.dumps({"version": 1, "purpose": "refresh", "files": {"/etc/passwd": {"old": None, "new": "x"}}}),
-        json.dumps({"version": 1, "purpose": "refresh", "files": {"a.txt": {"old": 3, "new": "x"}}}),
-        json.dumps({"version": 1, "purpose": "refresh", "files": {"a.txt": {"new": "x"}}}),
+        json.dumps({"version": 1, "purpose": "refresh", "files": {"matrix.toml": {"old": 3, "new": "x"}}}),
+        json.dumps({"version": 1, "purpose": "refresh", "files": {"matrix.toml": {"new": "x"}}}),
         json.dumps([1, 2]),
     ],
 )
@@ -90,7 +116,7 @@ def test_a_journal_that_does_not_read_is_never_acted_on(tmp_path: Path, document
     journal = tmp_path / changeset.JOURNAL
     journal.parent.mkdir()
     journal.write_text(document)
-    for action in (lambda: changeset.finish(tmp_path, "resume"), lambda: changeset.pending(tmp_path)):
+    for action in (lambda: changeset.finish(tmp_path, "resume", allowed=ALLOWED), lambda: changeset.pending(tmp_path)):
         with pytest.raises(UsageError, match="journal does not read; nothing was done"):
             action()
     assert sorted(p.name for p in tmp_path.rglob("*")) == [".accelenv", "changeset.json"]

@@ -7,12 +7,19 @@ whether it existed), the files are written through `write_atomic`, and the journ
 found later means a change was interrupted: `resume` writes every new text (again), `undo` puts every old text
 back (a file that did not exist is removed again), and both remove the journal; any other write refuses until
 one of them runs. The journal is written with the same writer, so it is complete or absent, never half.
+
+The journal is read as untrusted input (a checkout may carry a planted one): its purpose must be one of
+PURPOSES (it is named in the command the user is told to run), it may name only the files a refresh writes (the
+matrix, and the generated files and locks under envs/ and images/: never `.git/config` or any other file), and
+each file must still hold the journal's old or new text: a file edited by hand since the interruption is named
+and nothing is written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 from typing import TYPE_CHECKING, Literal
 
 from accelenv.errors import UsageError, WriteFailedError
@@ -20,11 +27,13 @@ from accelenv.fileio import MAX_TEXT, check_inside, check_writable, read_text, r
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
 JOURNAL = ".accelenv/changeset.json"
 VERSION = 1
+PURPOSES = ("refresh",)  # the commands that write through a journal, each with --resume and --undo
+MAX_ENTRIES = 10000
 
 
 @frozen
@@ -33,6 +42,27 @@ class Pending:
 
     purpose: str
     files: tuple[str, ...]
+
+
+def targets(matrix_name: str) -> Callable[[str], bool]:
+    """Whether a repository-relative path is one a change may write: the matrix file `matrix_name` at the top, or
+    a generated file or lock in an environment's folder (`envs/<id>/env.json`, `images/<id>/Dockerfile`)."""
+    from accelenv.matrix.schema_values import ID
+    from accelenv.plan.lock import LOCK_NAME, OS_LOCK_NAME
+    from accelenv.plan.render import GENERATED_NAMES
+
+    names = {
+        top: {*files, LOCK_NAME, OS_LOCK_NAME} if top == "envs" else set(files)
+        for top, files in GENERATED_NAMES.items()
+    }
+
+    def allowed(rel: str) -> bool:
+        if rel == matrix_name:
+            return "/" not in rel and rel.endswith(".toml")
+        parts = rel.split("/")
+        return len(parts) == 3 and parts[2] in names.get(parts[0], ()) and re.fullmatch(ID, parts[1]) is not None
+
+    return allowed
 
 
 def pending(repo: Path) -> Pending | None:
@@ -55,13 +85,17 @@ def refuse_if_pending(repo: Path) -> None:
         )
 
 
-def commit(repo: Path, changes: Mapping[str, str | None], *, purpose: str) -> list[str]:
+def commit(repo: Path, changes: Mapping[str, str | None], *, purpose: str, allowed: Callable[[str], bool]) -> list[str]:
     """Write `changes` (repository-relative path -> new text, or None to remove the file) as one step: every
     target is checked first, the journal is written, then the files, then the journal is removed. Returns the
-    paths whose content changed."""
+    paths whose content changed. Every path must be `allowed` (see `targets`), as a journal read back must."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown change purpose {purpose!r}")
     refuse_if_pending(repo)
     entries: dict[str, dict[str, str | None]] = {}
     for rel, new in sorted(changes.items()):
+        if not allowed(rel):
+            raise ValueError(f"{rel} is not a file a change may write")
         path = repo / rel
         check_inside(path, repo)
         old = read_text_if_exists(path, limit=MAX_TEXT, what="file")
@@ -78,16 +112,41 @@ def commit(repo: Path, changes: Mapping[str, str | None], *, purpose: str) -> li
     return sorted(entries)
 
 
-def finish(repo: Path, how: Literal["resume", "undo"]) -> list[str]:
+def finish(repo: Path, how: Literal["resume", "undo"], *, allowed: Callable[[str], bool]) -> list[str]:
     """Finish an interrupted change (`resume`: write every new text) or undo it (every old text); returns the
-    paths it wrote or removed. Nothing pending is a usage error."""
+    paths it wrote or removed. Nothing pending is a usage error; so is a journal naming a file not `allowed`, and
+    a file that holds neither its old nor its new text (edited by hand since): nothing is written then."""
     entries, _purpose = _read_journal(repo)
     if entries is None:
         raise UsageError(f"{repo / JOURNAL}: no interrupted change to {how}")
+    outside = sorted(rel for rel in entries if not allowed(rel))
+    if outside:
+        raise UsageError(
+            f"{repo / JOURNAL}: names {len(outside)} file(s) no change writes ({_shown(outside)}); nothing was done: "
+            "this journal was not written by accelenv; remove it, and look at what put it there"
+        )
+    edited = [rel for rel, entry in sorted(entries.items()) if _now(repo, rel) not in (entry["old"], entry["new"])]
+    if edited:
+        raise UsageError(
+            f"{repo / JOURNAL}: {_shown(edited)} changed since the change was interrupted (neither the old nor the "
+            f"new text); nothing was done: keep your edit by removing the journal, or put the file back and {how} again"
+        )
     side = "new" if how == "resume" else "old"
     _apply(repo, {rel: entry[side] for rel, entry in entries.items()})
     _drop_journal(repo)
     return sorted(entries)
+
+
+def _now(repo: Path, rel: str) -> str | None:
+    path = repo / rel
+    check_inside(path, repo)
+    return read_text_if_exists(path, limit=MAX_TEXT, what="file")
+
+
+def _shown(rels: list[str]) -> str:
+    from accelenv.host.redact import one_line
+
+    return ", ".join(one_line(rel) for rel in rels[:5]) + (f" and {len(rels) - 5} more" if len(rels) > 5 else "")
 
 
 def _apply(repo: Path, texts: Mapping[str, str | None]) -> None:
@@ -128,13 +187,13 @@ def _read_journal(repo: Path) -> tuple[dict[str, dict[str, str | None]] | None, 
     )
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser
         raise broken from None
     if not isinstance(document, dict) or document.get("version") != VERSION:
         raise broken
     files, purpose = document.get("files"), document.get("purpose")
-    if not isinstance(files, dict) or not isinstance(purpose, str):
-        raise broken
+    if not isinstance(files, dict) or purpose not in PURPOSES or len(files) > MAX_ENTRIES:
+        raise broken  # a purpose of another shape would be echoed into the command the user is told to run
     entries: dict[str, dict[str, str | None]] = {}
     for rel, entry in files.items():
         if (
@@ -143,6 +202,7 @@ def _read_journal(repo: Path) -> tuple[dict[str, dict[str, str | None]] | None, 
             or not all(isinstance(entry.get(k), str | None) and k in entry for k in ("old", "new"))
             or rel.startswith("/")
             or ".." in rel.split("/")
+            or not rel.isprintable()  # NUL, line breaks: no path a change writes holds them
         ):
             raise broken
         entries[rel] = {"old": entry["old"], "new": entry["new"]}

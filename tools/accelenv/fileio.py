@@ -86,6 +86,37 @@ def read_text_if_exists(path: Path, *, limit: int = MAX_TEXT, what: str = "file"
     return read_text(path, limit=limit, what=what)
 
 
+MAX_DEPTH = 64  # folders nested under one a command searches (CI artifacts nest a few levels)
+
+
+def files_under(folder: Path, suffix: str, *, limit: int) -> list[Path]:
+    """The files under `folder` whose names end in `suffix`, sorted: a walk without recursion that follows no
+    symlinked folder, at most MAX_DEPTH folders deep and `limit` files found (more of either is a `UsageError`,
+    never a RecursionError or an endless walk)."""
+    found: list[Path] = []
+    stack = [(folder, 0)]
+    while stack:
+        current, depth = stack.pop()
+        try:
+            with os.scandir(current) as entries:
+                children = list(entries)
+        except OSError as error:
+            raise UsageError(f"{current}: cannot read the folder: {_reason(error)}") from error
+        for entry in children:
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    raise UsageError(
+                        f"{folder}: folders nest more than {MAX_DEPTH} deep ({entry.path}); name a "
+                        "folder nearer the files"
+                    )
+                stack.append((current / entry.name, depth + 1))
+            elif entry.name.endswith(suffix):
+                found.append(current / entry.name)
+                if len(found) > limit:
+                    raise UsageError(f"more than {limit} files named *{suffix} under {folder}; name fewer folders")
+    return sorted(found)
+
+
 def _read_fd(fd: int, limit: int) -> bytes | None:
     """Up to `limit` bytes from `fd`; None when there are more."""
     chunks: list[bytes] = []

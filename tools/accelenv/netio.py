@@ -203,6 +203,37 @@ class Body:
             raise _failure(self._where, self._bounds, self._watch, None)
 
 
+@contextlib.contextmanager
+def deadline(where: str, bounds: Limits) -> Iterator[None]:
+    """An exchange another client makes (docker-py's, through `build/engine_deadline.py`) inside the `with` block,
+    within `bounds.deadline` as a whole: the sockets its connections report (`adopt`) are shut down at the deadline.
+    Raises `DeadlineExceededError` when it was cut off (whatever the client made of the shut socket)."""
+    watch = _Watch(bounds.deadline)
+    token = _CURRENT.set(watch)
+    watch.start()
+    try:
+        yield
+    except OSError as error:  # requests' and urllib3's errors on a socket shut underneath them
+        if watch.expired.is_set():
+            raise _failure(where, bounds, watch, error) from None
+        raise
+    finally:
+        watch.stop()
+        _CURRENT.reset(token)
+    if watch.expired.is_set():
+        raise _failure(where, bounds, watch, None)
+
+
+def adopt(sock: socket.socket) -> None:
+    """Put `sock` under the deadline of the exchange running in this thread (none: nothing happens)."""
+    _adopt(sock)
+
+
+def fit(transport: object) -> None:
+    """Give a requests session (docker-py's client over TCP) the watched connections of its http(s) adapters."""
+    _fit(transport)
+
+
 def session() -> requests.Session:
     """A requests session whose connections the exchanges can watch (and cut off at their deadlines)."""
     made = requests.Session()

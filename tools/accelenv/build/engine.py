@@ -11,9 +11,10 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from accelenv.errors import AccelenvError
+from accelenv.build import engine_answers as answers
+from accelenv.errors import AccelenvError, NetworkError
 from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
@@ -136,18 +137,10 @@ class DockerEngine:
             return None
         except docker.errors.APIError as error:
             raise EngineError(f"cannot inspect {reference}: {_explain(error)}") from error
-        config = data.get("Config") or {}
-        return ImageInfo(
-            id=data["Id"],
-            tags=tuple(data.get("RepoTags") or ()),
-            labels=dict(config.get("Labels") or {}),
-            size=int(data.get("Size") or 0),
-            layers=tuple((data.get("RootFS") or {}).get("Layers") or ()),
-            digests=tuple(data.get("RepoDigests") or ()),
-            created=str(data.get("Created") or ""),
-            last_tagged=_tag_time((data.get("Metadata") or {}).get("LastTagTime")),
-            architecture=str(data.get("Architecture") or ""),
-        )
+        try:
+            return _image_info(data, f"the engine's answer for {reference}")
+        except answers.BadAnswer as error:
+            raise EngineError(f"{error}: that is not an image the Engine API describes") from error
 
     def labelled(self, label: str) -> list[ImageInfo]:
         """Every image carrying `label` (any value), inspected."""
@@ -157,7 +150,11 @@ class DockerEngine:
             listed = self._client.images(filters={"label": label})
         except docker.errors.APIError as error:
             raise EngineError(f"cannot list images: {_explain(error)}") from error
-        found = [self.image(str(entry["Id"])) for entry in listed]
+        try:
+            ids = [answers.text(entry, "Id", "an image listed", required=True) for entry in answers.entries(listed, "")]
+        except answers.BadAnswer as error:
+            raise EngineError(f"the engine's list of images is not one: {error}") from error
+        found = [self.image(image_id) for image_id in ids]
         return [info for info in found if info is not None]
 
     def build(
@@ -276,10 +273,15 @@ class DockerEngine:
             usage = self._client.df()
         except docker.errors.APIError as error:
             raise EngineError(f"cannot read the engine's disk usage: {_explain(error)}") from error
-        return {
-            str(image["Id"]): int(image.get("Size") or 0) - max(0, int(image.get("SharedSize") or 0))
-            for image in usage.get("Images") or ()
-        }
+        try:
+            images = answers.entries(answers.mapping(usage, "/system/df").get("Images"), "/system/df Images")
+            return {
+                answers.text(i, "Id", "an image", required=True): answers.count(i, "Size", "an image")
+                - answers.count(i, "SharedSize", "an image")
+                for i in images
+            }
+        except answers.BadAnswer as error:
+            raise EngineError(f"the engine's disk usage is not what the Engine API describes: {error}") from error
 
     def containers_by_image(self) -> dict[str, list[str]]:
         """Image id -> the names of the containers (running or stopped) made from it."""
@@ -290,9 +292,13 @@ class DockerEngine:
         except docker.errors.APIError as error:
             raise EngineError(f"cannot list containers: {_explain(error)}") from error
         found: dict[str, list[str]] = {}
-        for container in listed:
-            names = [str(n).lstrip("/") for n in container.get("Names") or ()] or [str(container["Id"])[:12]]
-            found.setdefault(str(container.get("ImageID") or ""), []).extend(names)
+        try:
+            for container in answers.entries(listed, "/containers/json"):
+                names = [n.lstrip("/") for n in answers.texts(container, "Names", "a container")]
+                names = names or [answers.text(container, "Id", "a container", required=True)[:12]]
+                found.setdefault(answers.text(container, "ImageID", "a container"), []).extend(names)
+        except answers.BadAnswer as error:
+            raise EngineError(f"the engine's list of containers is not one: {error}") from error
         return found
 
     def run(self, spec: RunSpec, on_line: Callable[[str], None], on_error: Callable[[str], None] | None = None) -> int:
@@ -331,7 +337,7 @@ class DockerEngine:
             raise EngineError(f"no image {spec.image}: build it first (accelenv build)") from error
         except docker.errors.APIError as error:
             raise EngineError(f"cannot create a container from {spec.image}: {_explain(error)}") from error
-        cid = container["Id"]
+        cid = _created_id(container)
         streams = {1: on_line, 2: on_error or on_line}  # the engine's stream ids: 1 stdout, 2 stderr
         pending = {1: "", 2: ""}
         try:
@@ -383,7 +389,7 @@ class DockerEngine:
             body["oci_runtime"] = spec.runtime
         response = self._client.post(f"{self._client.base_url}/v4.0.0/libpod/containers/create", json=body)
         self._client._raise_for_status(response)  # docker-py's own error mapping: an APIError
-        return {"Id": str(response.json()["Id"])}
+        return {"Id": _created_id(response.json())}
 
     def capabilities(self) -> EngineCaps:
         """What the engine says it can give containers: CDI (and its spec folders), its OCI runtimes."""
@@ -488,16 +494,25 @@ def connect(timeout: float = 10.0) -> DockerEngine:
     # Speak MIN_API explicitly: version="auto" asks the engine inside the constructor, which leaks the socket when
     # nothing answers. Newer engines (and Podman) serve older API versions.
     client = docker.APIClient(base_url=host if "DOCKER_HOST" in os.environ else None, version=MIN_API, timeout=timeout)
+    from accelenv.build.engine_deadline import bound
+
+    bound(client, timeout=timeout)  # each answer read whole within netio's deadline, as every other exchange
     try:
         version = client.version(api_version=False)
-    except (docker.errors.DockerException, OSError) as error:  # requests' errors (a silent socket) are OSErrors
+    except (docker.errors.DockerException, OSError, ValueError, NetworkError) as error:  # NetworkError: the deadline
         client.close()
         raise EngineError(
             f"no container engine answers at {host}: {_explain(error)}. Start dockerd (or podman system service) or "
             "set DOCKER_HOST."
         ) from error
-    api = str(version.get("ApiVersion", "0"))
-    if Version(api) < Version(MIN_API):
+    try:
+        version = answers.mapping(version, "its answer to /version")
+        api = answers.text(version, "ApiVersion", "/version", required=True)
+        too_old = Version(api) < Version(MIN_API)
+    except (answers.BadAnswer, InvalidVersion) as error:
+        client.close()
+        raise EngineError(f"what answers at {host} is not a container engine: {error}") from error
+    if too_old:
         client.close()
         raise EngineError(f"the engine at {host} speaks API {api}; accelenv needs {MIN_API} or newer (Docker 20.10+)")
     return DockerEngine(
@@ -540,6 +555,28 @@ def _close_attached(sock: Any) -> None:
         sock.close()
         if raw is not None:
             raw.close()
+
+
+def _image_info(data: object, what: str) -> ImageInfo:
+    data = answers.mapping(data, what)
+    return ImageInfo(
+        id=answers.text(data, "Id", what, required=True),
+        tags=answers.texts(data, "RepoTags", what),
+        labels=answers.labels(data, what),
+        size=answers.count(data, "Size", what),
+        layers=answers.texts(answers.mapping(data.get("RootFS") or {}, f"{what}.RootFS"), "Layers", what),
+        digests=answers.texts(data, "RepoDigests", what),
+        created=answers.text(data, "Created", what),
+        last_tagged=_tag_time(answers.mapping(data.get("Metadata") or {}, what).get("LastTagTime")),
+        architecture=answers.text(data, "Architecture", what),
+    )
+
+
+def _created_id(answer: object) -> str:
+    try:
+        return answers.text(answers.mapping(answer, "a created container"), "Id", "a created container", required=True)
+    except answers.BadAnswer as error:
+        raise EngineError(f"the engine's answer to creating a container is not one: {error}") from error
 
 
 def _tag_time(value: object) -> str:

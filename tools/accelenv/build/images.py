@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from accelenv.host.root import Root
     from accelenv.matrix import Environment, Matrix
 
-_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+_STEP = re.compile(r"\AStep (\d+)/(\d+) : (.*)\Z")
 
 
 @frozen

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from accelenv.build.engine import DockerEngine, RunSpec
     from accelenv.build.wiring import EngineCaps, Wiring
     from accelenv.check.verdict import Finding
+    from accelenv.host.report import HostReport
     from accelenv.host.root import Root
     from accelenv.matrix import Environment, Matrix
 
@@ -50,7 +51,19 @@ def wiring_for(
     engine: DockerEngine, matrix: Matrix, env: Environment, *, root: Root, environ: Mapping[str, str]
 ) -> tuple[EngineCaps, Wiring]:
     caps = engine.capabilities()
-    return caps, choose(matrix.families[env.family], caps, read_specs(root), root, environ)
+    driver = loaded_driver(matrix, env.family, root=root, environ=environ)
+    return caps, choose(matrix.families[env.family], caps, read_specs(root), root, environ, driver=driver)
+
+
+def loaded_driver(matrix: Matrix, family: str, *, root: Root, environ: Mapping[str, str]) -> str | None:
+    """The family's loaded driver exactly as `check` reads it: the host report's driver_version, from the same
+    discovery (the kernel module where it can be read, the vendor tool where not)."""
+    from accelenv.host.discover import discover
+    from accelenv.host.run import ToolRunner
+
+    report = discover(matrix, root=root, runner=ToolRunner(), environ=environ, families=[family], topology=False)
+    acc = report.accelerator(family)
+    return acc.driver_version if acc else None
 
 
 def wired(spec: RunSpec, wiring: Wiring) -> RunSpec:
@@ -129,7 +142,7 @@ def settle(
     return wired(spec, wiring)
 
 
-def engine_lines(matrix: Matrix, *, root: Root, environ: Mapping[str, str]) -> list[str]:
+def engine_lines(matrix: Matrix, report: HostReport, *, root: Root, environ: Mapping[str, str]) -> list[str]:
     """inspect's engine section: the engine DOCKER_HOST reaches (or why none answers), its version, CDI, its
     runtimes, and per family whether `accelenv run` can give it devices there, and how."""
     from accelenv.build.engine import EngineError, connect
@@ -148,7 +161,8 @@ def engine_lines(matrix: Matrix, *, root: Root, environ: Mapping[str, str]) -> l
     for family in matrix.families.values():
         if not family.pci_vendor_ids:
             continue
-        wiring = choose(family, caps, specs, root, environ)
+        acc = report.accelerator(family.id)
+        wiring = choose(family, caps, specs, root, environ, driver=acc.driver_version if acc else None)
         verdict = f"no: {wiring.refusal}" if wiring.refusal else f"yes: {wiring.reason}"
         lines.append(f"  {family.id:<9} {verdict}")
     return lines

@@ -84,14 +84,19 @@ def choose(
     specs: tuple[CdiSpec, ...],
     root: Root,
     environ: Mapping[str, str],
+    *,
+    driver: str | None,
 ) -> Wiring:
-    """The wiring of `family`'s containers on this engine and host (see the module's docstring)."""
+    """The wiring of `family`'s containers on this engine and host (see the module's docstring). `driver` is the
+    family's loaded driver as `check` reads it (the host report's `driver_version`: the kernel module, or the
+    vendor tool where the module cannot be read, as inside a container), so `run` never uses a spec `check` calls
+    stale."""
     if not family.pci_vendor_ids:
         return Wiring(way="none", reason=f"{family.name} needs no devices")
     kind = family.container_cdi_kind
     stale = ""
     if kind:
-        cdi = _cdi(family, kind, caps, specs, environ=environ, root=root)
+        cdi = _cdi(family, kind, caps, specs, environ=environ, driver=driver)
         if isinstance(cdi, Wiring):
             return cdi
         stale = cdi
@@ -112,7 +117,13 @@ def choose(
 
 
 def _cdi(
-    family: Family, kind: str, caps: EngineCaps, specs: tuple[CdiSpec, ...], *, environ: Mapping[str, str], root: Root
+    family: Family,
+    kind: str,
+    caps: EngineCaps,
+    specs: tuple[CdiSpec, ...],
+    *,
+    environ: Mapping[str, str],
+    driver: str | None,
 ) -> Wiring | str:
     """The CDI wiring, or why not (a phrase)."""
     usable = [s for s in specs if s.kind == kind and not s.error]
@@ -131,7 +142,7 @@ def _cdi(
             f"no CDI: the {kind} spec {spec.path} is stale ({spec.missing_count} host path(s) it mounts are gone); "
             f"`accelenv check` says which; fix: {family.container_cdi_generate or 'regenerate it'}"
         )
-    loaded = _loaded_driver(root, family) if spec.driver_version else None
+    loaded = driver if spec.driver_version else None
     if loaded and loaded != spec.driver_version:
         return (
             f"no CDI: the {kind} spec {spec.path} was generated for driver {spec.driver_version}, and driver "
@@ -148,20 +159,6 @@ def _cdi(
         cdi_devices=tuple(names),
         runtime=None,
     )
-
-
-def _loaded_driver(root: Root, family: Family) -> str | None:
-    """The version of the family's loaded kernel module (/sys/module/<module>/version; for NVIDIA also
-    /proc/driver/nvidia/version, which a captured host may hold alone), as `check` reads it."""
-    for module in family.kernel_modules:
-        text = root.read_text(f"/sys/module/{module}/version")
-        if text and text.strip():
-            return text.strip()
-    if "nvidia" in family.kernel_modules:
-        from accelenv.host.probes.nvidia import PROC_VERSION, module_driver_version
-
-        return module_driver_version(root.read_text(PROC_VERSION))
-    return None
 
 
 def _visible(family: Family, spec: CdiSpec, environ: Mapping[str, str]) -> list[str] | str:

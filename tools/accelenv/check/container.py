@@ -39,6 +39,7 @@ def container_cdi(family: Family, report: HostReport) -> list[Finding]:
     regenerate = family.container_cdi_generate or "regenerate the spec with the vendor's CDI generator"
     findings = [_broken(spec, kind, regenerate) for spec in specs if spec.error]
     findings += [_version(spec, kind, regenerate) for spec in specs if not spec.error and _unknown(spec)]
+    findings += [_sensitive(spec, kind, regenerate) for spec in specs if not spec.error and spec.sensitive]
     own = [spec for spec in specs if kind and spec.kind == kind and not spec.error]
     acc = report.accelerator(family.id)
     driver = acc.driver_version if acc else None
@@ -89,6 +90,21 @@ def _version(spec: CdiSpec, kind: str | None, regenerate: str) -> Finding:
     )
 
 
+def _sensitive(spec: CdiSpec, kind: str | None, regenerate: str) -> Finding:
+    shown = ", ".join(spec.sensitive[:SHOWN])
+    more = f" and {len(spec.sensitive) - SHOWN} more" if len(spec.sensitive) > SHOWN else ""
+    return Finding(
+        id=FID,
+        status=Status.FAIL,
+        expected=f"{spec.path} gives containers only what its devices need",
+        found=f"{spec.path} gives every container using it {shown}{more}",
+        message=f"the {spec.kind} CDI spec exposes the host (an engine socket, a secret or a whole system folder) "
+        "to every container that asks for its devices",
+        fix=(regenerate if spec.kind == kind else f"remove {spec.path}")
+        + f", and find out who wrote {spec.path}: no device generator mounts these",
+    )
+
+
 def _stale(spec: CdiSpec, driver: str | None, regenerate: str) -> list[Finding]:
     if regenerate and spec.path not in regenerate:  # the generator writes elsewhere: this file would still be read
         regenerate = f"{regenerate}, then remove {spec.path} (the engine reads it too)"
@@ -118,7 +134,7 @@ def _stale(spec: CdiSpec, driver: str | None, regenerate: str) -> list[Finding]:
                 fix=regenerate,
             )
         )
-    if not findings:
+    if not findings and not spec.sensitive:  # a spec giving containers a sensitive path has its own failure
         generated = f"driver {spec.driver_version}" if spec.driver_version else "this host"
         findings.append(
             Finding(

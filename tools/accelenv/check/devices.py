@@ -49,6 +49,17 @@ def present(env: Environment, family: Family, acc: Accelerator | None) -> Findin
             message=f"no {family.name} device found on this host",
             fix=f"run on a host with {family.name} devices, or pick another environment (accelenv which)",
         )
+    if acc.source != "pci" and acc.pci_bus_readable and not acc.pci_devices and family.pci_vendor_ids:
+        vendors = ", ".join(family.pci_vendor_ids)
+        return Finding(
+            id="hardware.present",
+            status=Status.FAIL,
+            expected=f"{family.name} devices, each a PCI function of vendor {vendors}",
+            found=f"{len(acc.devices)} device(s) via {acc.source}; the PCI bus, readable, has no function of {vendors}",
+            message=f"{acc.source} lists {family.name} devices this host's PCI bus does not have",
+            fix=f"find which {acc.source} runs (`command -v {acc.source}`): a stand-in or a broken install lists "
+            "devices that are not there",
+        )
     return Finding(
         id="hardware.present",
         status=Status.PASS,

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
+from accelenv.host.redact import one_line, redact_text
 from accelenv.host.topology import tpu_topology
+from accelenv.matrix.schema_values import ENV_LABEL  # one limit for an id: the matrix holds ids to it
 from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
@@ -128,7 +130,7 @@ def node_labels(
     if family == "cpu" and report.os.arch:
         raw[PREFIX + "arch"] = report.os.arch
     for env_id, found in sorted(verdicts.items()):
-        raw[f"{PREFIX}env.{env_id}"] = str(verdict(found))
+        raw[f"{PREFIX}{ENV_LABEL}{env_id}"] = str(verdict(found))
     if nvlink is not None:
         raw[PREFIX + "nvlink-cluster"] = nvlink.cluster_uuid
         raw[PREFIX + "nvlink-clique"] = nvlink.clique_id
@@ -165,7 +167,10 @@ def labelled(raw: Mapping[str, str]) -> LabelSet:
     if problems:
         raise UsageError("cannot make node labels: " + "; ".join(sorted(problems)))
     labels, encoded = {}, {}
-    for key, value in raw.items():
+    for key, raw_value in raw.items():
+        # redacted as read, before encoding: encoding would hide `token=...` from redaction (`=` becomes `_`),
+        # and redacting the encoded text would put `<redacted>`, which no scheduler accepts, into a label
+        value = redact_text(raw_value)
         labels[key] = encode_value(value)
         if labels[key] != value:
             encoded[key] = value
@@ -180,7 +185,7 @@ def render(labels: LabelSet, fmt: str, *, header: str) -> str:
         problem = key_problem(key) or value_problem(value)
         if problem:
             raise UsageError(f"cannot write node labels: {problem}")
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    comment = f"# {_comment_text(header)}\n"
     if fmt == "json":
         return json.dumps(labels.as_json(), indent=2, sort_keys=True) + "\n"
     if fmt == "ray":
@@ -192,6 +197,13 @@ def render(labels: LabelSet, fmt: str, *, header: str) -> str:
     raise UsageError(f"unknown label format {fmt!r}: choose one of {', '.join(FORMATS)}")
 
 
+def _comment_text(header: str) -> str:
+    """`header` as the text of one comment line: line breaks and control characters shown as escapes, and never
+    starting with `+` (node-feature-discovery reads a `# +key=value` comment as a directive, `+expiry-time=`)."""
+    text = one_line(redact_text(header))
+    return "\\" + text if text.startswith("+") else text
+
+
 def drift(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     """Labels the node was started with that no longer say what it is: each accelenv label present both in
     `recorded` (the node's labels in Ray) and `now` (computed from the node as it is) whose values differ, and
@@ -200,7 +212,7 @@ def drift(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     out = []
     if recorded.get(PREFIX + "family", now.get(PREFIX + "family")) != now.get(PREFIX + "family"):
         # judged through another family's eyes (a cpu environment on a GPU node): only the verdicts compare
-        now = {k: v for k, v in now.items() if k.startswith(PREFIX + "env.")}
+        now = {k: v for k, v in now.items() if k.startswith(PREFIX + ENV_LABEL)}
     for key in sorted(now):
         if key in recorded and recorded[key] != now[key]:
             out.append(f"{key}={recorded[key]!r} at start, {now[key]!r} now")

@@ -84,6 +84,18 @@ def fraction(text: str) -> float:
     return value
 
 
+def shm_size(text: str) -> str:
+    """An argparse type: a /dev/shm size as the matrix writes one (`container_shm_size`): 512m, 16g."""
+    import argparse
+    import re
+
+    from accelenv.matrix.schema_values import SHM_SIZE
+
+    if not re.fullmatch(SHM_SIZE, text):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size: give a number and k, m or g, e.g. 16g")
+    return text
+
+
 def days(text: str) -> float:
     """An argparse type: a finite number of days above 0, at most a hundred years."""
     import argparse

@@ -80,7 +80,10 @@ def inspect(args: argparse.Namespace, out: TextIO) -> int:
         from accelenv.build.launch import engine_lines
 
         out.write(
-            "".join(f"{line}\n" for line in engine_lines(matrix, root=Root.from_option(args.root), environ=os.environ))
+            "".join(
+                f"{line}\n"
+                for line in engine_lines(matrix, report, root=Root.from_option(args.root), environ=os.environ)
+            )
         )
     if not report.accelerators:
         out.write(

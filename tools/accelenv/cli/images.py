@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from accelenv.cli.common import Command, matrix_of, repo_of
+from accelenv.cli.common import Command, matrix_of, repo_of, shm_size
 from accelenv.cli.output import dump_json, findings
 from accelenv.errors import UsageError
 from accelenv.fileio import read_text
@@ -284,6 +284,7 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--shm-size",
         metavar="SIZE",
+        type=shm_size,
         help=f"the container's /dev/shm, e.g. 16g (default: the family's container_shm_size, else {DEFAULT_SHM}); "
         "not for a family with container_ipc = host, whose containers use the host's IPC namespace and /dev/shm",
     )

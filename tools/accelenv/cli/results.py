@@ -4,7 +4,6 @@ name what no passing record has proven lately and the nodes gone silent, and ear
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -105,10 +104,10 @@ def _record_json(r: Record, word: str, missing: tuple[str, ...], defects: tuple[
 
 
 def results(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.fileio import write_atomic
+    from accelenv.host.redact import one_line
     from accelenv.results.compare import regressions, stale
     from accelenv.results.judge import STATES, defects, maturity, missing_kinds, newest_per_group, nodes, proof, state
-    from accelenv.results.record import SUFFIX, lock_digests, read_records
+    from accelenv.results.record import lock_digests, read_records
 
     matrix = matrix_of(args)
     default = os.environ.get("ACCELENV_RESULTS") or str(repo_of(args) / "results")
@@ -131,10 +130,9 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
     words = {r.id: state(r, regressed) for r in records}
     open_failures = [r for r in newest_per_group(records) if words[r.id] in ("failed", "incomplete")]
     if args.merge:
-        folder = Path(args.merge)
-        folder.mkdir(parents=True, exist_ok=True)
-        for record in records:
-            write_atomic(folder / f"{record.id}{SUFFIX}", json.dumps(record.data, indent=2, sort_keys=True) + "\n")
+        from accelenv.results.merge import merge_into
+
+        merge_into(Path(args.merge), records)
     counts = {w: sum(1 for r in records if words[r.id] == w) for w in STATES}
     if args.json:
         dump_json(
@@ -173,7 +171,7 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
     else:
         _text(matrix, out, records, words)
         for bad in refused:
-            out.write(f"refused {bad.path}: {bad.reason}\n")
+            out.write(f"refused {one_line(bad.path)}: {one_line(bad.reason)}\n")  # a file name cannot forge a line
         for g in found:
             out.write(_regression_line(g, args.tolerance))
         for s in old:

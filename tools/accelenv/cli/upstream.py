@@ -134,7 +134,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     path = find_matrix(args.matrix)
     if args.resume or args.undo:
         how: Literal["resume", "undo"] = "resume" if args.resume else "undo"
-        done = changeset.finish(path.parent, how)
+        done = changeset.finish(path.parent, how, allowed=changeset.targets(path.name))
         verb = "finished" if args.resume else "undone"
         out.write(f"refresh {verb}: {len(done)} file(s) written\n" + "".join(f"  {rel}\n" for rel in done))
         return 0
@@ -236,7 +236,7 @@ def _write_all(path: Path, old_text: str, new_text: str, locked: list[tuple[str,
             raise WriteFailedError(
                 f"{path}: changed while refresh asked the indexes; nothing was written: run accelenv refresh again"
             )
-        changeset.commit(repo, changes, purpose="refresh")
+        changeset.commit(repo, changes, purpose="refresh", allowed=changeset.targets(path.name))
 
 
 COMMANDS = {

@@ -72,6 +72,13 @@ def answer_problem(data: object) -> str | None:
     return None
 
 
+def answer_verdict(claimed: str, checks: list[dict[str, Any]]) -> str:
+    """A node's verdict as its checks make it: the worst status among them (a skip counts for nothing), and never
+    better than the node claims. An answer saying `pass` whose own checks list a failure is a failing node."""
+    statuses = {claimed, *(c["status"] for c in checks)}
+    return next(v for v in ("fail", "warn", "pass") if v in statuses or v == "pass")
+
+
 def node_labels_of(node: dict[str, Any]) -> dict[str, str]:
     """The labels Ray keeps for a node (`ray.nodes()`'s `Labels`), text only."""
     labels = node.get("Labels") or {}

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from accelenv.matrix.model import Matrix
 
-from accelenv.cluster.node_answer import answer_problem, node_labels_of, ray_findings
+from accelenv.cluster.node_answer import answer_problem, answer_verdict, node_labels_of, ray_findings
 
 # Why a node died, as ray.nodes() reports it (DeathReason: NodeDeathInfo.Reason in Ray's common.proto).
 DEATH_REASONS = {
@@ -327,10 +327,7 @@ def _result(node: dict[str, Any], data: dict[str, Any], family: str, resource: s
     ray_checks = ray_findings(data, ray_types, node_labels_of(node))
     checks = list(data["checks"]) + ray_checks
     failing = [c["id"] for c in checks if c["status"] == "fail"]
-    ray_statuses = {c["status"] for c in ray_checks}
-    verdict = "fail" if problems or "fail" in ray_statuses else data["verdict"]
-    if verdict == "pass" and "warn" in ray_statuses:
-        verdict = "warn"
+    verdict = "fail" if problems else answer_verdict(data["verdict"], checks)  # never the node's word alone
     return NodeResult(
         node_id=node["NodeID"],
         address=str(node.get("NodeManagerAddress", "?")),

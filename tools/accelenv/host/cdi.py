@@ -40,9 +40,12 @@ class CdiSpec:
     paths: int = 0  # host paths its containerEdits name (mounts, device nodes, hooks)
     missing: tuple[str, ...] = ()  # those that do not exist (at most MAX_LISTED)
     missing_count: int = 0
+    sensitive: tuple[str, ...] = ()  # host paths no device needs, given to containers: "/ (read-write)"
 
     def as_json(self) -> dict[str, Any]:
-        return {**vars(self), "devices": list(self.devices), "missing": list(self.missing)}
+        data = {**vars(self), "devices": list(self.devices), "missing": list(self.missing)}
+        data["sensitive"] = list(self.sensitive)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CdiSpec:
@@ -56,6 +59,7 @@ class CdiSpec:
             paths=int(data.get("paths", 0)),
             missing=tuple(str(p) for p in data.get("missing", ())),
             missing_count=int(data.get("missing_count", 0)),
+            sensitive=tuple(str(p) for p in data.get("sensitive", ())),
         )
 
     def device(self, name: str) -> str:
@@ -116,6 +120,9 @@ def summarise(path: str, text: str, root: Root) -> CdiSpec:
         edits.append(entry.get("containerEdits"))
     host_paths, driver = _edits(edits)
     missing = [p for p in host_paths if not root.exists(p)]
+    from accelenv.host.cdi_mounts import sensitive_edits
+
+    sensitive = sensitive_edits(edits)
     return CdiSpec(
         path=path,
         cdi_version=version,
@@ -125,6 +132,7 @@ def summarise(path: str, text: str, root: Root) -> CdiSpec:
         paths=len(host_paths),
         missing=tuple(missing[:MAX_LISTED]),
         missing_count=len(missing),
+        sensitive=tuple(sensitive[:MAX_LISTED]),
     )
 
 

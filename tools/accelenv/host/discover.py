@@ -93,6 +93,7 @@ def discover(
         registry = probes([f.id for f in selected]) if selected else {}
     python = python or python_info()
     pci = {family: [_with_physfn(root, p) for p in found] for family, found in scan_pci(root, matrix).items()}
+    bus_readable = bool(root.listdir(PCI_DEVICES)) or None  # None: nothing listed, so nothing can be judged
 
     results: dict[str, dict[str, ToolResult]] = {}
     accelerators = []
@@ -109,6 +110,7 @@ def discover(
             accelerator = _accelerator(
                 matrix, family, root=root, view=view, pci=pci.get(family.id, []), results=results.get(family.id, {})
             )
+            accelerator = records.replace(accelerator, pci_bus_readable=bus_readable)
             if wanted is not None or _seen(accelerator, results.get(family.id, {})):
                 accelerators.append(accelerator)
     topo = results.get("nvidia", {}).get("nvidia-smi-topo")

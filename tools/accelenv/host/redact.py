@@ -4,8 +4,8 @@ Tools echo their environment, credentialed URLs and tokens into their output, an
 verbatim. `redact_text` replaces, by pattern (this list is the documented set of shapes; tests/hostile generate
 a corpus from it):
 - the password of a `scheme://user:password@host` URL, however long;
-- a token used as a URL's user name (`https://ghp_...@host`): any user name but a short plain word (`git`,
-  `oauth2`, `__token__`);
+- a token used as a URL's user name (`https://ghp_...@host`, `https://Xy7kQ2pL9@host`): any user name but a plain
+  lower-case word (`git`, `oauth2`, `__token__`);
 - the value of an assignment (`NAME=value`, `NAME: value`, `"NAME": "value"`, also inside a line such as
   `WARNING: NAME=value`) whose name says it holds a secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH,
   `*_PWD` such as MYSQL_PWD ...), a quoted value (`NAME="with spaces"`) whole;
@@ -53,7 +53,10 @@ _URL_PASSWORD = lazy(
     r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/@:\"'\\]{0,256}:)(?!<redacted>@)[^\s/@\"'\\]+(?P<at>@)"
 )
 _URL_USER = lazy(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<user>[^\s/@:\"'\\]+)(?P<at>@)")
-_PLAIN_USER = lazy(r"\A[A-Za-z_][A-Za-z0-9._-]{0,15}\Z")
+# A plain user name is a lower-case word, perhaps with a number of one or two digits (git, oauth2, __token__,
+# x-access-token, deploy); anything else a URL carries as its user (mixed case, digits within: a token of any
+# length, `https://Xy7kQ2pL9@host/`) is taken for a secret.
+_PLAIN_USER = lazy(r"\A[a-z_][a-z_.-]{0,30}[0-9]{0,2}\Z")
 _NETRC = lazy(
     r"(?P<head>(?:\b(?:machine|default)\b[^\n]{0,1000}?|^[ \t]*)\bpassword[ \t]+)(?!<redacted>)[^\s\"'\\]+",
     re.MULTILINE,
@@ -168,6 +171,12 @@ def terminal_safe(text: str) -> str:
         return text  # ASCII with nothing below a space but newlines and tabs, and no DEL: nothing to escape
     escaped: str = _CONTROL.sub(_escape, text)
     return escaped
+
+
+def one_line(text: str) -> str:
+    """`terminal_safe(text)` with its line breaks and tabs shown as escapes too: a name from outside (a file name,
+    a header) that is printed inside a line can neither start a line of its own nor forge one."""
+    return terminal_safe(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _escape(match: re.Match[str]) -> str:

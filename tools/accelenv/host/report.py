@@ -65,6 +65,9 @@ class Accelerator:
     # fact -> source -> value, for facts more than one source gives: {"driver_version": {"nvidia-smi --version":
     # "590.48.01", "nvidia-smi --query-gpu": "590.48.01", "kernel module nvidia": "590.48.01"}}
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    # whether /sys/bus/pci/devices listed any function (of any vendor): then a device the tool lists must be one
+    # of `pci_devices`; None (an empty or unreadable bus, an older snapshot): nothing to judge it by
+    pci_bus_readable: bool | None = None
 
 
 @frozen
@@ -196,6 +199,7 @@ def _accelerator_json(a: Accelerator) -> Json:
         "shadowed_by": a.shadowed_by,
         "extra": dict(sorted(a.extra.items())),
         "sources": {fact: dict(sorted(said.items())) for fact, said in sorted(a.sources.items())},
+        "pci_bus_readable": a.pci_bus_readable,
     }
 
 
@@ -215,4 +219,5 @@ def _accelerator_from(data: Json) -> Accelerator:
         sources={
             str(fact): {str(k): str(v) for k, v in said.items()} for fact, said in data.get("sources", {}).items()
         },
+        pci_bus_readable=data.get("pci_bus_readable") if isinstance(data.get("pci_bus_readable"), bool) else None,
     )

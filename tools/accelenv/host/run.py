@@ -8,8 +8,8 @@ Every child process accelenv starts (vendor tools here, `uv` through `run_in_gro
 of its own, which accelenv ends as a group when the child times out, prints too much, or accelenv itself is
 stopped (SIGTERM or Ctrl-C: the exception unwinds through here). A descendant that leaves the group with
 `setsid` (a daemon a tool starts) is found by a marker in its environment, `ACCELENV_CHILD=<run id>`, and ended
-too once the run is over. A descendant that also clears its environment escapes: Linux offers nothing else
-short of cgroups (PR_SET_CHILD_SUBREAPER only reparents it, to be told apart from the process's other children).
+too once the run is over. A descendant that also clears its environment is reparented to accelenv while tools
+run (a child subreaper) and ended as the run ends (`host/reaper.py`).
 """
 
 from __future__ import annotations
@@ -118,25 +118,34 @@ class ToolRunner:
             return result(None, "", "", f"{argv[0]} not found on PATH")
         import subprocess  # only when a tool is there to run: a check that runs none does without
 
+        from accelenv.host import reaper
+
         marker = os.urandom(8).hex()
         env = {**os.environ, "PATH": self.path, "LC_ALL": "C", CHILD_MARKER: marker}
-        try:
-            proc = subprocess.Popen(
-                [exe, *argv[1:]],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,  # its own process group: a timeout ends the tool and its children
-            )
-        except PermissionError as error:
-            return result(None, "", "", f"{argv[0]} is not permitted to run: {error.strerror}")
-        except OSError as error:
-            return result(None, "", "", f"{argv[0]} could not be started: {error.strerror or error}")
-        try:
-            captured = _capture(proc, self.timeout)
-        finally:
-            kill_marked(marker)  # daemons it left behind with setsid, also when accelenv is interrupted
+        with reaper.adopting():  # a descendant that clears its environment too is reparented here, and ended
+            try:
+                with reaper.spawning():
+                    proc = subprocess.Popen(
+                        [exe, *argv[1:]],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        env=env,
+                        start_new_session=True,  # its own process group: a timeout ends the tool and its children
+                    )
+                    reaper.running(proc.pid)
+            except PermissionError as error:
+                return result(None, "", "", f"{argv[0]} is not permitted to run: {error.strerror}")
+            except OSError as error:
+                return result(None, "", "", f"{argv[0]} could not be started: {error.strerror or error}")
+            since = reaper.start_time(proc.pid)
+            try:
+                captured = _capture(proc, self.timeout)
+            finally:
+                kill_marked(marker)  # daemons it left behind with setsid, also when accelenv is interrupted
+                reaper.running(proc.pid, done=True)
+                if since is not None:
+                    reaper.end_adopted(since)
         out, err = _text(captured.stdout), _text(captured.stderr)
         if captured.overflow:
             return result(None, out, err, f"{argv[0]} printed more than {MAX_OUTPUT // 2**20} MiB; stopped it")
@@ -356,7 +365,9 @@ def which(tool: str, path: str) -> str | None:
     lzma, 3 ms of the start-up of every check, which asks whether container tools are installed)."""
 
     def runnable(candidate: Path) -> bool:
-        return candidate.exists() and os.access(candidate, os.X_OK) and not candidate.is_dir()
+        # os.path, not Path: a PATH folder this user cannot search (or a name too long) is passed over, as a
+        # shell passes it over, where Path.exists raises
+        return os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate)  # noqa: PTH110, PTH112
 
     if "/" in tool:
         return tool if runnable(Path(tool)) else None

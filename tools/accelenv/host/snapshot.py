@@ -31,8 +31,8 @@ def snapshot_json(report: HostReport) -> dict[str, Any]:
     }
 
 
-def save_snapshot(report: HostReport, path: Path) -> None:
-    write_atomic(path, json.dumps(snapshot_json(report), indent=2, sort_keys=True) + "\n")
+def save_snapshot(report: HostReport, path: Path, *, inside: Path | None = None) -> None:
+    write_atomic(path, json.dumps(snapshot_json(report), indent=2, sort_keys=True) + "\n", inside=inside)
 
 
 def load_snapshot(path: Path) -> HostReport:
@@ -69,8 +69,7 @@ def snapshot_problems(data: dict[str, Any]) -> list[str]:
     """Every way `data` (a loaded snapshot) departs from the snapshot format, each with its dotted key path
     (`report.python.distributions.torch: '2.9.1' is not of type 'array'`), in path order. The report must fit the
     published schema of `inspect --json` (schema/inspect.schema.json), raw tool outputs included."""
-    import jsonschema
-
+    from accelenv.matrix.schema_check import strict_validator  # patterns match whole strings, as ECMA-262
     from accelenv.plan.schemas import inspect_schema
 
     envelope = {
@@ -84,7 +83,7 @@ def snapshot_problems(data: dict[str, Any]) -> list[str]:
             "report": inspect_schema(),
         },
     }
-    validator = jsonschema.Draft202012Validator(envelope)
+    validator = strict_validator(envelope)
     found = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{_key_path(error.absolute_path)}: {_short(error.message)}" for error in found]
 

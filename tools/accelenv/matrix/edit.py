@@ -400,18 +400,19 @@ def shown(text: str, limit: int = 80) -> str:
 
 
 def _check_id(kind: str, entry_id: str) -> None:
-    from accelenv.matrix.schema_values import ID, OS_LABEL
+    from accelenv.matrix.schema_values import ENV_ID, ENV_ID_MAX, ID, OS_LABEL
 
-    pattern, hint = (
-        (OS_LABEL, "an OS label such as ubuntu24.04") if kind == "os" else (ID, "lower-case letters, digits and dashes")
-    )
+    pattern, hint, longest = {
+        "os": (OS_LABEL, "an OS label such as ubuntu24.04", None),
+        "env": (ENV_ID, "lower-case letters, digits and dashes", ENV_ID_MAX),  # it must fit a label key
+    }.get(kind, (ID, "lower-case letters, digits and dashes", 64))
     if not re.fullmatch(pattern, entry_id):
         import unicodedata
 
         lower = unicodedata.normalize("NFKC", entry_id[:200]).lower()  # U+217C (a Roman numeral) + "4" is `l4`
         suggestion = f" (write {lower!r})" if lower != entry_id and re.fullmatch(pattern, lower) else ""
-        if kind != "os" and len(entry_id) > 64:
-            hint += ", at most 64 characters"
+        if longest is not None and len(entry_id) > longest:
+            hint += f", at most {longest} characters"
         raise UsageError(f"{shown(entry_id)} is not a valid {kind} id: expected {hint}{suggestion}")
 
 

@@ -23,6 +23,8 @@ from accelenv.matrix.schema_hardware import driver_release, family, sku
 from accelenv.matrix.schema_values import (
     ARCH,
     DIGEST,
+    ENV_ID,
+    ENV_ID_MAX,
     ID,
     IMAGE_REPOSITORY,
     IMAGE_TAG,
@@ -363,7 +365,12 @@ def matrix_schema() -> Json:
                 "Vendor driver releases and the versions hosts report for them, keyed by id.", "#/$defs/driver_release"
             ),
             "runtimes": table_of("Runtime releases, keyed by id.", "#/$defs/runtime"),
-            "envs": table_of("Environments, keyed by id.", "#/$defs/env"),
+            "envs": table_of(
+                f"Environments, keyed by id (at most {ENV_ID_MAX} characters: `accelenv.io/env.<id>` labels hold it).",
+                "#/$defs/env",
+                key=ENV_ID,
+                hint=f"a lower-case id: letters, digits and dashes, at most {ENV_ID_MAX} characters",
+            ),
         },
         "$defs": {
             "source": _source(),

@@ -12,8 +12,21 @@ from typing import Any
 
 Json = dict[str, Any]
 
+# The limits of an environment id, defined here once: every `accelenv.io/env.<ID>` label key must hold it, and a
+# label name (Ray's and Kubernetes') is at most 63 characters, of which `env.` takes four.
+LABEL_NAME_MAX = 63
+ENV_LABEL = "env."
+ENV_ID_MAX = LABEL_NAME_MAX - len(ENV_LABEL)
+
+
+def id_pattern(longest: int) -> str:
+    """A lower-case id of letters, digits and inner dashes, at most `longest` characters."""
+    return rf"^[a-z0-9](?:[a-z0-9-]{{0,{longest - 2}}}[a-z0-9])?$"
+
+
 # Patterns shared by several properties.
-ID = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
+ID = id_pattern(64)
+ENV_ID = id_pattern(ENV_ID_MAX)
 VERSION = r"^[0-9][0-9A-Za-z]*(?:[.+_-][0-9A-Za-z]+)*$"
 PCI_ID = r"^0x[0-9a-f]{4}$"
 RAY_ACCELERATOR_TYPE = r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"  # a Ray/Kubernetes label value
@@ -102,11 +115,13 @@ def entry(description: str, properties: dict[str, Json], required: tuple[str, ..
     }
 
 
-def table_of(description: str, entry_ref: str) -> Json:
+def table_of(
+    description: str, entry_ref: str, *, key: str = ID, hint: str = "a lower-case id: letters, digits and dashes"
+) -> Json:
     return {
         "type": "object",
         "description": description,
-        "propertyNames": {"pattern": ID, "x-hint": "a lower-case id: letters, digits and dashes"},
+        "propertyNames": {"pattern": key, "x-hint": hint},
         "additionalProperties": {"$ref": entry_ref},
     }
 

@@ -56,9 +56,9 @@ def candidates(version: str, environ: dict[str, str] | None = None) -> list[str]
         out.append(sys.executable)
     for folder in environ.get("PATH", "").split(os.pathsep):
         if folder:
-            path = Path(folder) / f"python{version}"
-            if path.is_file():
-                out.append(str(path))
+            path = os.path.join(folder, f"python{version}")  # noqa: PTH118 - PATH entries are plain strings
+            if os.path.isfile(path):  # noqa: PTH113 - False, not PermissionError, for a folder it cannot search
+                out.append(path)
     out += _pyenv_candidates(version, environ)
     return list(dict.fromkeys(out))
 

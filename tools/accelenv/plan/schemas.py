@@ -53,6 +53,12 @@ _CDI_SPEC: Json = {
             "items": {"type": "string"},
         },
         "missing_count": {"type": "integer", "minimum": 0, "description": "How many do not exist."},
+        "sensitive": {
+            "type": "array",
+            "description": "Host paths no device needs that it gives every container (an engine socket, a secret, "
+            "a whole system folder), each with how: `/ (read-write)`.",
+            "items": {"type": "string"},
+        },
     },
 }
 
@@ -145,6 +151,7 @@ def inspect_schema() -> Json:
             "modules": _str_map("Loaded kernel modules and their versions.", {"type": ["string", "null"]}),
             "device_nodes": _strings("Device nodes present (/dev/nvidia0, /dev/kfd, ...)."),
             "shadowed_by": _nullable("string", "A driver holding the devices instead of the vendor's (nouveau)."),
+            "pci_bus_readable": _nullable("boolean", "Whether the PCI bus listed any function (of any vendor)."),
             "extra": _str_map("Family-specific facts (TPU accelerator type, tools that answered).", {"type": "string"}),
             "sources": _str_map(
                 "Facts more than one source gives (driver_version), each source's value: source -> value.",

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import secrets
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from accelenv.host.redact import redact_text
 from accelenv.results.record import SUFFIX, check_record, format_time
 from accelenv.results.schema import FORMAT
 
@@ -107,8 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     matrix = load_matrix(find_matrix(None, start=Path(str(config.rootpath))))
     if env_id not in matrix.envs:
         raise pytest.UsageError(f"ACCELENV_ENV={env_id!r} is not an environment of {matrix.path}")
-    folder = Path(os.environ.get(RESULTS_ENV) or Path(str(config.rootpath)) / "results").resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = results_folder(Path(str(config.rootpath)), os.environ.get(RESULTS_ENV))
     started = time.time()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
     run = Run(
@@ -122,6 +123,35 @@ def pytest_configure(config: pytest.Config) -> None:
     _RUNS.append(run)
     if not config.option.xmlpath:  # JUnit XML beside the record, for CI viewers
         config.option.xmlpath = str(folder / f"{run.id}.junit.xml")
+
+
+def results_folder(root: Path, named: str | None) -> Path:
+    """The folder the records go to: $ACCELENV_RESULTS, or `results` under the rootdir, which must be a real
+    folder there (never a symlink the checkout holds). Anything that cannot take the records (a file, a FIFO, a
+    read-only folder) is a usage error before any test runs, not an INTERNALERROR after them all."""
+    folder = Path(named) if named else root / "results"
+    where = f"{RESULTS_ENV}={named}" if named else str(folder)
+    if not named and folder.is_symlink():
+        raise pytest.UsageError(
+            f"{folder}: is a symlink; result records are written only into a real folder: replace the link with a "
+            f"folder, or set {RESULTS_ENV} to the folder you mean"
+        )
+    from accelenv.fileio import kind_of
+
+    try:
+        if not folder.is_dir():
+            folder.mkdir(parents=True)
+        info = folder.stat()
+    except OSError as error:
+        if isinstance(error, FileExistsError):
+            info = folder.stat()
+        else:
+            raise pytest.UsageError(f"{where}: cannot make the results folder: {error.strerror or error}") from error
+    if not stat.S_ISDIR(info.st_mode):
+        raise pytest.UsageError(f"{where}: is {kind_of(info.st_mode)}, not a folder for result records")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"{where}: the results folder cannot be written by this user; name another")
+    return folder.resolve()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -138,7 +168,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     run.report = discover(
         run.matrix, root=Root.from_option(None), runner=ToolRunner(), environ=os.environ, families=[run.env.family]
     )
-    save_snapshot(run.report, run.folder / f"{run.id}.snapshot.json")
+    save_snapshot(run.report, run.folder / f"{run.id}.snapshot.json", inside=run.folder)
     findings = check(run.matrix, run.env, run.report)
     run.verdict = str(verdict(findings))
     run.failed_checks = [f.id for f in findings if f.status is Status.FAIL]
@@ -180,13 +210,15 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
         run.interrupted = _line(f"the run was cut short ({kind}: {excinfo.value}) before it completed")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     run = _RUNS[-1] if _RUNS else None
     if run is None:
         return
+    _redact_report(report)  # first: the JUnit XML and the terminal report see only the redacted text
     # incomplete until its call phase passes: a test cut short (Ctrl-C) never reads as passed
     entry = run.tests.setdefault(
-        report.nodeid, {"id": report.nodeid, "outcome": "incomplete", "reason": None, "seconds": 0}
+        report.nodeid, {"id": _test_id(report.nodeid), "outcome": "incomplete", "reason": None, "seconds": 0}
     )
     if report.when == "call":
         entry["seconds"] = round(report.duration, 6)
@@ -207,8 +239,39 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def _line(text: str) -> str:
     first = next((line for line in text.splitlines() if line.strip()), "")
-    clean = "".join(ch if ch.isprintable() else " " for ch in first)
+    clean = "".join(ch if ch.isprintable() else " " for ch in redact_text(first))
     return clean[:500]
+
+
+MAX_TEST_ID = 500  # the record schema's bound on a test id
+
+
+def _test_id(nodeid: str) -> str:
+    """`nodeid` as the record holds it: printable, and at most MAX_TEST_ID characters (a longer one keeps its
+    start and a digest of the whole, so two long ids stay apart)."""
+    import hashlib
+
+    clean = "".join(ch if ch.isprintable() else " " for ch in redact_text(nodeid))
+    if len(clean) <= MAX_TEST_ID:
+        return clean
+    digest = hashlib.sha256(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{clean[: MAX_TEST_ID - 20]}...-{digest}"
+
+
+def _redact_report(report: pytest.TestReport) -> None:
+    """Secrets out of what pytest writes about a test (its failure or skip text, its captured output): a token in
+    an assertion message or a skip reason must reach neither the record nor the JUnit XML."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        report.longrepr = (longrepr[0], longrepr[1], redact_text(str(longrepr[2])))
+    elif longrepr is not None and not isinstance(longrepr, tuple):
+        text = str(longrepr)
+        clean = redact_text(text)
+        if clean != text:
+            report.longrepr = clean
+    report.sections = [(name, redact_text(content)) for name, content in report.sections]
+    if hasattr(report, "wasxfail"):
+        report.wasxfail = redact_text(str(report.wasxfail))
 
 
 def _frameworks(env: Environment) -> list[dict[str, Any]]:
@@ -377,5 +440,5 @@ def _write(run: Run, data: dict[str, Any]) -> Path:
     from accelenv.fileio import write_atomic
 
     path = run.folder / f"{run.id}{SUFFIX}"
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n", inside=run.folder)
     return path

@@ -11,11 +11,12 @@ fraction of peak are the matrix's, computed here: the record's own numbers are n
 from __future__ import annotations
 
 import json
+import stat
 import time
 from typing import TYPE_CHECKING, Any
 
 from accelenv.errors import UsageError
-from accelenv.fileio import read_bytes
+from accelenv.fileio import files_under, read_bytes
 from accelenv.records import frozen
 from accelenv.results.schema import FORMAT, result_schema
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 PEAK_OF = {"matmul": "matmul_tflops", "memory_bandwidth": "memory_gb_s"}  # figures with a datasheet peak
 MAX_RECORD = 4 * 2**20  # a record with 10,000 tests is under 2 MiB
 MAX_FILES = 10000
+MAX_TOTAL = 512 * 2**20  # all the records one command reads: a year of nightly runs of every environment is less
 CLOCK_SKEW = 300  # seconds a record's end may lie ahead of this machine's clock
 SUFFIX = ".result.json"
 
@@ -100,25 +102,38 @@ def format_time(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-_VALIDATORS: list[Any] = []  # built once: (the fast check, jsonschema's validator for the message)
+_VALIDATORS: list[Any] = []  # built once: (the fast check, the strict validator for the message)
+
+
+def _whole_patterns(node: Any) -> Any:
+    """The schema with each `pattern` wrapped to match the whole string, as the strict validator reads it
+    (fastjsonschema runs `re.search`, and already reads `$` as the end of the string)."""
+    if isinstance(node, dict):
+        return {
+            k: (f"^(?:{v})$" if k == "pattern" and isinstance(v, str) else _whole_patterns(v)) for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_whole_patterns(v) for v in node]
+    return node
 
 
 def _validators() -> tuple[Any, Any]:
     """fastjsonschema's compiled check of the schema (0.23 ms a record against jsonschema's 3.6, which made
-    10,000 records a minute: benchmarks/results_scale.py), and jsonschema's validator, which says what is wrong.
-    The schema uses only draft-07 keywords, so both read it the same; where fastjsonschema is not installed (an
-    image), jsonschema does both."""
+    10,000 records a minute: benchmarks/results_scale.py), and the strict jsonschema validator (patterns match
+    whole strings: schema_check.strict_validator), which says what is wrong. The schema uses only draft-07
+    keywords, so both read it the same; where fastjsonschema is not installed (an image), jsonschema does both."""
     if not _VALIDATORS:
-        from jsonschema import Draft202012Validator
+        from accelenv.matrix.schema_check import strict_validator
 
         schema = result_schema()
-        full = Draft202012Validator(schema)
+        full = strict_validator(schema)
         try:
             import fastjsonschema
         except ImportError:
             fast = None
         else:
-            fast = fastjsonschema.compile({**schema, "$schema": "http://json-schema.org/draft-07/schema#"})
+            draft7 = {**_whole_patterns(schema), "$schema": "http://json-schema.org/draft-07/schema#"}
+            fast = fastjsonschema.compile(draft7)
         _VALIDATORS.append((fast, full))
     found: tuple[Any, Any] = _VALIDATORS[0]
     return found
@@ -360,7 +375,7 @@ def record_files(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir() and not path.is_symlink():
-            found += sorted(p for p in path.rglob("*" + SUFFIX) if not p.is_dir())
+            found += files_under(path, SUFFIX, limit=MAX_FILES)  # no recursion: a 1,100-deep folder is refused
         elif path.exists() or path.is_symlink():
             found.append(path)
         else:
@@ -377,7 +392,11 @@ def read_records(
     content, the later file is refused (two runs cannot share an id)."""
     records: dict[str, Record] = {}
     refused: list[Refused] = []
+    total = 0
     for path in record_files(paths):
+        total += _size_on_disk(path)
+        if total > MAX_TOTAL:  # records are kept whole: the sum is bounded, not only each file
+            raise UsageError(f"the records named hold more than {MAX_TOTAL // 2**20} MiB in all; name fewer folders")
         got = read_record(path, matrix, now=now)
         if isinstance(got, Refused):
             refused.append(got)
@@ -388,3 +407,12 @@ def read_records(
         elif seen.data != got.data:
             refused.append(Refused(path=got.path, reason=f"id {got.id} is also in {seen.path} with other content"))
     return sorted(records.values(), key=lambda r: (r.started, r.id)), refused
+
+
+def _size_on_disk(path: Path) -> int:
+    """The size of the regular file `path` (0 for anything else: `read_record` refuses it unread)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0

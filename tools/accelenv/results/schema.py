@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelenv.matrix.schema_values import ENV_ID
+
 Json = dict[str, Any]
 BASE = "https://accelenv.dev/schema/"
 FORMAT = "accelenv-result/1"
 
 ID = r"^[a-z0-9][a-z0-9.-]{0,62}$"
-RECORD_ID = r"^[a-z0-9][a-z0-9.-]{0,62}-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$"
+RECORD_ID = ENV_ID.removesuffix("$") + r"-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$"  # the environment's id, a time, a nonce
 SHA256 = r"^[0-9a-f]{64}$"
 TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 LINE = r"^[^\x00-\x1f\x7f]*$"
@@ -116,7 +118,7 @@ def result_schema() -> Json:
             "env": _obj(
                 "The environment the run proves.",
                 {
-                    "id": {"type": "string", "pattern": ID, "description": "Environment id from the matrix."},
+                    "id": {"type": "string", "pattern": ENV_ID, "description": "Environment id from the matrix."},
                     "lock_sha256": _nullable({"type": "string", "pattern": SHA256, "description": "Its lock file."}),
                     "image": _nullable(_text("The image the run ran in (ACCELENV_IMAGE), or null on the host.")),
                     "frameworks": {

@@ -171,6 +171,7 @@ class IndexClient:
         self.pypi_url = pypi_url.rstrip("/")
         self.timeout = timeout
         self._cache: dict[tuple[str, str], Releases | _Failure | None] = {}
+        self._slow: dict[str, str] = {}  # host -> why it is not asked again: it trickled past a deadline
 
     def releases(self, index: str, project: str) -> Releases | _Failure | None:
         """What `index` holds of `project`: its releases, None when it does not have it, or why it cannot say."""
@@ -228,11 +229,17 @@ class IndexClient:
     def _get(self, url: str, accept: str, what: str, max_bytes: int = MAX_PAGE) -> Answer | _Failure:
         """One GET within this client's limits; a failure (unreachable, too slow, too large) as a _Failure."""
         from accelenv import netio
-        from accelenv.errors import NetworkError
+        from accelenv.errors import DeadlineExceededError, NetworkError
 
+        host = urlsplit(url).netloc
+        if host in self._slow:  # one deadline per slow host, not one per page: the command ends in bounded time
+            return _Failure(self._slow[host])
         bounds = netio.limits(what, max_bytes=max_bytes, timeout=self.timeout)
         try:
             return netio.exchange(self.session, "GET", url, bounds, headers={"Accept": accept})
+        except DeadlineExceededError as error:
+            self._slow[host] = f"{error} ({redact_text(host)} is not asked again in this run)"
+            return _Failure(self._slow[host])
         except NetworkError as error:
             return _Failure(str(error))
 

@@ -61,8 +61,8 @@ EXTRA_FIELDS: tuple[str, ...] = ("driver_version", "kmd_version", "mig.mode.curr
 NVIDIA_PCI_VENDOR = 0x10DE
 
 _VERSION = re.compile(r"\d+(?:\.\d+)+")  # 590.48.01, 610.62, 13.1
-_DEPRECATED_SUFFIX = re.compile(r"\s*\[Deprecated[^\]]*\]$", re.IGNORECASE)  # -q on 610: "610.57.04 [Deprecated; ...]"
-_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]$")  # csv header: "memory.total [MiB]"
+_DEPRECATED_SUFFIX = re.compile(r"\s*\[Deprecated[^\]]*\]\Z", re.IGNORECASE)  # -q on 610: "610.57.04 [Deprecated; ...]"
+_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\Z")  # csv header: "memory.total [MiB]"
 _HEADER_CELL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?: \[[^\]]*\])?")
 _INDEX = re.compile(r"\d+")
 _MIB = re.compile(r"(\d+)(?:\s*MiB)?")

@@ -15,7 +15,7 @@ from accelenv.fileio import read_bytes
 from accelenv.host.report import PythonInfo
 from accelenv.matrix.model import canonical_name
 
-_DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[0-9][A-Za-z0-9.+!_]*)\.dist-info$")
+_DIST_INFO = re.compile(r"\A(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[0-9][A-Za-z0-9.+!_]*)\.dist-info\Z")
 
 
 def installed_distributions(paths: list[str] | None = None) -> dict[str, list[str]]:
