@@ -6,12 +6,15 @@ validation point `cluster.node_answer.answer_problem` the real run uses."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from accelenv.cluster.node_answer import answer_problem
 from accelenv.cluster.ray import _check_nodes
+
+SHIPPED_TEXT = (Path(__file__).resolve().parents[2] / "matrix.toml").read_text(encoding="utf-8")  # has the cpu family
 
 GOOD: dict[str, Any] = {
     "node_id": "n1",
@@ -100,7 +103,9 @@ def test_one_node_in_another_shape_is_that_node_unreadable(monkeypatch: pytest.M
             return _Ref(next(order))
 
     monkeypatch.setattr(cluster, "_remote_check", Remote)
-    results = _check_nodes(_FakeRay(answers), lambda **_: None, "", "cpu", "cpu", timeout=5, roots=None, delays=None)
+    results = _check_nodes(
+        _FakeRay(answers), lambda **_: None, SHIPPED_TEXT, "cpu", "cpu", timeout=5, roots=None, delays=None
+    )
     by_node = {r.node_id: r for r in results}
     assert by_node["n1"].verdict == "pass"
     assert by_node["n2"].verdict == "unreachable"

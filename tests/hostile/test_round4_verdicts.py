@@ -5,6 +5,7 @@ the verdict it states; an environment id is held to the one limit every use of i
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import given, settings
@@ -17,6 +18,8 @@ from accelenv.cluster.ray import CONFORMING, _check_nodes
 from accelenv.matrix import validate_text
 from accelenv.matrix.schema_values import ENV_ID, ENV_ID_MAX, ENV_LABEL, LABEL_NAME_MAX
 from accelenv.results.schema import RECORD_ID
+
+SHIPPED_TEXT = (Path(__file__).resolve().parents[2] / "matrix.toml").read_text(encoding="utf-8")  # has the cpu family
 
 if TYPE_CHECKING:
     import pytest
@@ -86,7 +89,9 @@ def test_check_ray_counts_no_node_whose_checks_failed_as_conforming(monkeypatch:
             return _Ref(answer)
 
     monkeypatch.setattr(cluster, "_remote_check", Remote)
-    (result,) = _check_nodes(_FakeRay(answer), lambda **_: None, "", "cpu", "cpu", timeout=5, roots=None, delays=None)
+    (result,) = _check_nodes(
+        _FakeRay(answer), lambda **_: None, SHIPPED_TEXT, "cpu", "cpu", timeout=5, roots=None, delays=None
+    )
     assert result.verdict == "fail"
     assert "c1" in result.failing
 
