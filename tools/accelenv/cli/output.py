@@ -2,7 +2,8 @@
 
 Everything a command prints goes through `SafeText`: secrets are redacted and control characters (ANSI escape
 sequences from a hostile matrix key or sysfs file) are shown as escapes, never sent to the terminal. JSON is
-redacted before it is serialised, so every string in it is clean too.
+redacted before it is serialised, every value and key (`dump_json`), so every string in it is clean too, and the
+stream then only makes it terminal-safe.
 """
 
 from __future__ import annotations
