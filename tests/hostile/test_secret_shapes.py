@@ -107,6 +107,33 @@ def test_json_documents_stay_json_and_hold_no_secret(cases: list[tuple[str, str]
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(lines(), min_size=1, max_size=5))
+def test_printed_json_is_redacted_once_keys_included_and_holds_no_secret(cases: list[tuple[str, str]]) -> None:
+    """`dump_json` to a command's stream redacts each value (and key) before serialising, and the stream does not
+    redact the text again: what it prints is JSON and holds no secret, wherever the secret stood."""
+    import io
+
+    from accelenv.cli.output import dump_json, safe_text
+
+    document = {
+        "stdout": "\n".join(line for line, _ in cases),
+        "environment": {"X": cases[0][0], cases[-1][0]: 1},  # a secret as a key
+        "rows": [[line, {"note": line}] for line, _ in cases],
+    }
+    target = io.StringIO()
+    stream = safe_text(target, "standard output")
+    stream.write("a line before it, with ")
+    stream.write("TOKEN=s3cr3t-v4lue\n")  # what is pending is still redacted as text
+    dump_json(document, stream)
+    stream.flush()
+    head, _, body = target.getvalue().partition("\n")
+    assert head == f"a line before it, with TOKEN={REDACTED}"
+    json.loads(body)
+    for _, secret in cases:
+        assert secret not in body
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(["git", "oauth2", "__token__", "deploy", "x-access"]), HOSTS)
 def test_plain_user_names_and_prose_stay(user: str, host: str) -> None:
     for text in (f"https://{user}@{host}/x", "the password is checked by pip", "PWD=/home/user", "KEY=VALUE"):

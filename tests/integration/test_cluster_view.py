@@ -128,3 +128,48 @@ def test_the_cluster_is_drawn(browser: Browser, tmp_path: Path) -> None:
     assert share(good, COLOURS["fail"]) == 0
     assert share(bad, COLOURS["fail"]) > 0.05
     assert share(bad, COLOURS["pass"]) == 0
+
+
+def test_the_compatibility_page_draws_the_cluster_in_its_colours(browser: Browser, tmp_path: Path) -> None:
+    """`report --format html --cluster FILE` puts the same drawing on the page: its style and script leave the
+    domains, nodes and verdict colours as they are, and the screenshot shows them."""
+    from accelenv.cluster.view import cluster_section
+    from accelenv.matrix import load_matrix
+    from accelenv.plan.page import html_page
+
+    results = [node("aaaa-good", "pass", "u.1", H20), node("bbbb-fail", "fail", "u.1", H20)]
+    drawn = cluster_section("gpu-nvidia-cu132", summary(results), [r.as_json() for r in results])
+    matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
+    page = tmp_path / "page.html"
+    page.write_text(
+        html_page(matrix, clusters=[f'<div id="cluster-0" class="cluster">{drawn}</div>']), encoding="utf-8"
+    )
+
+    browser.open("about:blank")
+    browser.open(page.as_uri(), width=1400, height=1000)
+    js(browser, "document.getElementById('cluster-0').scrollIntoView(); return true;")
+    verdicts = js(browser, "return [...document.querySelectorAll('#cluster-0 .node')].map(n => n.dataset.verdict);")
+    assert verdicts == ["pass", "fail"]
+
+    def box(index: int) -> dict[str, float]:
+        found: dict[str, float] = js(
+            browser,
+            f"const r = document.querySelectorAll('#cluster-0 .node svg')[{index}].getBoundingClientRect();"
+            "return {x: r.x, y: r.y, w: r.width, h: r.height};",
+        )
+        return found
+
+    good, bad = box(0), box(1)
+    assert good["w"] > 50
+    assert 0 <= good["y"] < 1000 - good["h"]  # in view, where the screenshot sees it
+    image = decode(browser.screenshot())
+
+    def share(area: dict[str, float], colour: str) -> float:
+        rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        pixels = image.region(int(area["x"]), int(area["y"]), int(area["w"]), int(area["h"]))
+        return sum(all(abs(p[i] - rgb[i]) <= 24 for i in range(3)) for p in pixels) / len(pixels)
+
+    assert share(good, COLOURS["pass"]) > 0.05
+    assert share(good, COLOURS["fail"]) == 0
+    assert share(bad, COLOURS["fail"]) > 0.05
+    assert share(bad, COLOURS["pass"]) == 0

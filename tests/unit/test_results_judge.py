@@ -333,6 +333,21 @@ def test_nodes_show_their_last_job_and_silent_ones_are_named(tmp_path: Path) -> 
     assert code == 1
 
 
+def test_a_smoke_only_or_partial_record_keeps_no_pair_fresh(tmp_path: Path) -> None:
+    """--stale-after counts a pair fresh only by a passing record that ran every declared conformance kind."""
+    for name, kinds, fresh in (
+        ("smoke", (), False),
+        ("partial", ("distributed", "perf"), False),
+        ("full", CONFORMANCE, True),
+    ):
+        (tmp_path / name).mkdir()
+        _, judged = judge(tmp_path / name, [rec(kinds=kinds, days_ago=1)], "--stale-after", "7d")
+        pairs = {(s["env"], s["sku"]): s for s in judged["stale"]}
+        assert (("gpu-nvidia-cu132", "h200") not in pairs) is fresh, name
+        if not fresh:
+            assert pairs[("gpu-nvidia-cu132", "h200")]["record"] is None  # no record counts as its last pass
+
+
 RUNNERS = [
     ({"RUNNER_NAME": "gpu-node-07", "BUILDKITE_AGENT_NAME": "bk-1"}, "gpu-node-07"),
     ({"BUILDKITE_AGENT_NAME": "bk-agent-3"}, "bk-agent-3"),

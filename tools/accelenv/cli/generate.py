@@ -64,6 +64,13 @@ def report_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="add an Evidence section from conformance result records (a file or folder; repeatable)",
     )
+    p.add_argument(
+        "--cluster",
+        action="append",
+        metavar="FILE",
+        help="with --format html: draw a Ray cluster on the page from what `accelenv check ENV --ray --json` "
+        "wrote (repeatable, one cluster each)",
+    )
 
 
 def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> tuple[str, dict[str, str]]:
@@ -88,8 +95,45 @@ def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> tuple[str,
     return "\n".join(html_section(matrix, records, refused, locks=locks, regressed=regressed, now=now)), tiers
 
 
+def _clusters(args: argparse.Namespace, matrix: Matrix) -> list[str]:
+    """The page's cluster drawings, one a --cluster file: each the JSON `check ENV --ray --json` writes
+    ({"env", "cluster", "nodes"}), checked for that shape; what the nodes said is escaped by the view."""
+    import json
+
+    from accelenv.cluster.view import cluster_section
+    from accelenv.fileio import read_text
+
+    drawn: list[str] = []
+    for name in args.cluster or []:
+        text = read_text(Path(name), what="cluster answer (check --ray --json)")
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise UsageError(f"{name}: not JSON ({error}); give what `accelenv check ENV --ray --json` wrote") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{name}: expected an object with env, cluster and nodes, as `check --ray --json` writes")
+        env, cluster, nodes = data.get("env"), data.get("cluster"), data.get("nodes")
+        if not isinstance(env, str) or env not in matrix.envs:
+            raise UsageError(f"{name}: env: {env!r} is not an environment of the matrix; give `check ENV --ray --json`")
+        if not isinstance(cluster, dict):
+            raise UsageError(
+                f"{name}: cluster: expected an object (check --ray's summary), got {type(cluster).__name__}"
+            )
+        if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+            bad = (
+                ""
+                if not isinstance(nodes, list)
+                else f"[{next(i for i, n in enumerate(nodes) if not isinstance(n, dict))}]"
+            )
+            raise UsageError(f"{name}: nodes{bad}: expected a list of node objects, as `check --ray --json` writes")
+        drawn.append(f'<div id="cluster-{len(drawn)}" class="cluster">{cluster_section(env, cluster, nodes)}</div>')
+    return drawn
+
+
 def report(args: argparse.Namespace, out: TextIO) -> int:
     matrix = matrix_of(args)
+    if args.cluster and args.format != "html":
+        raise UsageError("--cluster draws a Ray cluster on the HTML page: give --format html")
     if args.format == "md":
         from accelenv.plan.report import markdown
 
@@ -116,6 +160,7 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
                 stamp=stamp,
                 evidence=section.splitlines() or None,
                 tiers=tiers,
+                clusters=_clusters(args, matrix),
             )
         else:
             import io
@@ -144,6 +189,7 @@ COMMANDS = {
         epilog="examples:\n  accelenv report --format md -o docs/compatibility.md\n"
         "  accelenv report --format html -o compatibility.html   # one offline page: grid, search, details\n"
         "  accelenv report --format json                          # the page's data: cells, reasons, locks\n"
+        "  accelenv report --format html --results merged --cluster ray.json -o page/index.html\n"
         "  accelenv report --format md -o docs/compatibility.md --check   # CI: exit 1 when it drifted",
         arguments=report_arguments,
         run=report,

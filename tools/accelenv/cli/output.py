@@ -2,7 +2,8 @@
 
 Everything a command prints goes through `SafeText`: secrets are redacted and control characters (ANSI escape
 sequences from a hostile matrix key or sysfs file) are shown as escapes, never sent to the terminal. JSON is
-redacted before it is serialised, so every string in it is clean too.
+redacted before it is serialised, every value and key (`dump_json`), so every string in it is clean too, and the
+stream then only makes it terminal-safe.
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ class SafeText:
         self._emit("".join(self._pending))
         self._pending = [tail] if tail else []
         return len(text)
+
+    def write_redacted(self, text: str) -> None:
+        """`text` that is redacted already (`dump_json`'s, from `redact_json`), made terminal-safe and written
+        after what is pending: redacting it again would scan megabytes for what each value was scanned for."""
+        if self._pending:
+            self._emit("".join(self._pending))
+            self._pending = []
+        clean = terminal_safe(text)
+        self._guard(lambda: self.target.write(clean))
 
     def flush(self) -> None:
         if self._pending:
@@ -95,9 +105,14 @@ MARKS = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
 
 def dump_json(data: object, out: TextIO) -> None:
-    """`data` as indented JSON and a newline, keys in the order given; secrets redacted. One write: `json.dump`
-    writes a token at a time, and the safe stream then redacted each of thousands of lines on its own."""
-    out.write(json.dumps(redact_json(data), indent=2, sort_keys=False) + "\n")
+    """`data` as indented JSON and a newline, keys in the order given; secrets redacted. Redacted once, value by
+    value, before it is serialised (a value is redacted as itself, not as JSON text with its escapes): the safe
+    stream then only makes it terminal-safe, instead of scanning the whole text for secrets a second time."""
+    text = json.dumps(redact_json(data), indent=2, sort_keys=False) + "\n"
+    if isinstance(out, SafeText):
+        out.write_redacted(text)
+    else:
+        out.write(text)
 
 
 def terminal_width(out: TextIO) -> int | None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
     from accelenv.results.record import Record
 
+FAILING = ("failed", "incomplete", "regressed")  # the states a record's owners are named beside
 UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60}
 
 
@@ -75,7 +76,9 @@ def _day(epoch: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch)) if epoch is not None else "never"
 
 
-def _record_json(r: Record, word: str, missing: tuple[str, ...], defects: tuple[str, ...]) -> dict[str, Any]:
+def _record_json(
+    r: Record, word: str, missing: tuple[str, ...], defects: tuple[str, ...], owners: tuple[str, ...]
+) -> dict[str, Any]:
     return {
         "id": r.id,
         "path": r.path,
@@ -94,6 +97,7 @@ def _record_json(r: Record, word: str, missing: tuple[str, ...], defects: tuple[
         "run_url": r.run_url,
         "conformance_missing": list(missing),
         "defects": list(defects),
+        "owners": list(owners),  # who answers for it: the matrix's owners of its environment and SKU
         "frameworks_differ": list(r.frameworks_differ),
         "perf": [
             {"name": f.name, "value": f.value, "unit": f.unit, "devices": f.devices, "samples": f.samples}
@@ -105,6 +109,7 @@ def _record_json(r: Record, word: str, missing: tuple[str, ...], defects: tuple[
 
 def results(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.host.redact import one_line
+    from accelenv.plan.codeowners import owners_words, run_owners
     from accelenv.results.compare import regressions, stale
     from accelenv.results.judge import STATES, defects, maturity, missing_kinds, newest_per_group, nodes, proof, state
     from accelenv.results.record import lock_digests, read_records
@@ -137,16 +142,19 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         dump_json(
             {
-                "records": [_record_json(r, words[r.id], missing_kinds(matrix, r), defects(r)) for r in records],
+                "records": [
+                    _record_json(r, words[r.id], missing_kinds(matrix, r), defects(r), run_owners(matrix, r.env, r.sku))
+                    for r in records
+                ],
                 "counts": counts,
                 "refused": [{"path": r.path, "reason": r.reason} for r in refused],
-                "regressions": [r.as_json() for r in found],
+                "regressions": [g.as_json() | {"owners": list(run_owners(matrix, g.env, g.sku))} for g in found],
                 "failing": [r.id for r in open_failures],
                 "proof": [
                     {"sku": p.sku, "env": p.env, "word": p.word, "detail": p.detail, "record": p.record.id}
                     for p in pairs.values()
                 ],
-                "stale": [s.as_json() for s in old],
+                "stale": [s.as_json() | {"ci_unschedulable": matrix.envs[s.env].ci_unschedulable} for s in old],
                 "nodes": [
                     {
                         "name": n.name,
@@ -173,11 +181,14 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
         for bad in refused:
             out.write(f"refused {one_line(bad.path)}: {one_line(bad.reason)}\n")  # a file name cannot forge a line
         for g in found:
-            out.write(_regression_line(g, args.tolerance))
+            who = owners_words(run_owners(matrix, g.env, g.sku), matrix.envs[g.env].family)
+            out.write(_regression_line(g, args.tolerance).rstrip("\n") + f"; owners: {who}\n")
         for s in old:
+            ci = matrix.envs[s.env].ci_unschedulable
             out.write(
                 f"stale {s.env} on {s.sku}: last passing record {_day(s.last_pass)}"
-                f"{' (' + s.record + ')' if s.record else ''}, older than {window / 86400:g} day(s)\n"
+                f"{' (' + s.record + ')' if s.record else ''}, older than {window / 86400:g} day(s)"
+                f"{'; not scheduled in CI: ' + ci if ci else ''}\n"
             )
         for n in silent:
             out.write(f"silent node {n.name}: last record {n.last.id} finished {_day(n.last.finished)}\n")
@@ -197,6 +208,7 @@ def results(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _text(matrix: Matrix, out: TextIO, records: list[Record], words: Mapping[str, str]) -> None:
+    from accelenv.plan.codeowners import owners_words, run_owners
     from accelenv.results.judge import defects, missing_kinds
 
     rows = [
@@ -218,6 +230,8 @@ def _text(matrix: Matrix, out: TextIO, records: list[Record], words: Mapping[str
             out.write(f"{r.id}: {words[r.id]}: {r.note}\n")
         for defect in defects(r):
             out.write(f"{r.id}: failed on a known upstream defect: {defect}\n")
+        if words[r.id] in FAILING:
+            out.write(f"{r.id}: {words[r.id]}: owners: {owners_words(run_owners(matrix, r.env, r.sku), r.family)}\n")
         missing = missing_kinds(matrix, r)
         if words[r.id] == "passed" and missing:
             out.write(f"{r.id}: smoke only: the conformance tests {', '.join(missing)} did not run and pass\n")

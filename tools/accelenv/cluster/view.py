@@ -51,15 +51,18 @@ def cluster_section(env_id: str, cluster: Mapping[str, Any], nodes: Sequence[Map
     """The cluster as an HTML fragment (a `<section>` with its own `<style>`), for a page to include."""
     by_id = {str(n.get("node_id")): n for n in list(nodes)[:MAX_NODES]}
     kind, groups = _grouping(cluster, by_id)
-    domains = {(d.get("kind"), d.get("name")): d for d in cluster.get("domains", []) if isinstance(d, dict)}
+    domains = {
+        (str(d.get("kind")), str(d.get("name"))): d for d in _list(cluster.get("domains")) if isinstance(d, dict)
+    }
     boxes = []
     for name, members in groups:
-        domain = domains.get((kind, name)) if name is not None else None
+        domain = domains.get((str(kind), name)) if name is not None else None
         boxes.append(_domain_box(kind, name, members, domain, by_id))
     legend = "".join(f'<span style="background:{c}">{v}</span>' for v, c in COLOURS.items())
-    counts = (
-        f"{cluster.get('conforming', 0)} of {cluster.get('nodes', len(by_id))} nodes conform to {_e(env_id)}"
-        f"; {len(cluster.get('unreachable', []))} unreachable"
+    unreachable = cluster.get("unreachable")
+    counts = (  # numbers only: the answer is untrusted, and a count is never markup
+        f"{_int(cluster.get('conforming', 0))} of {_int(cluster.get('nodes', len(by_id)))} nodes conform to "
+        f"{_e(env_id)}; {len(unreachable) if isinstance(unreachable, list) else 0} unreachable"
     )
     return (
         f'<section class="accelenv-cluster" data-env="{_e(env_id)}"><style>{STYLE}</style>'
@@ -84,13 +87,13 @@ def _grouping(
     """The first domain kind any node has, and its domains' nodes; the nodes in none of them last (name None)."""
     from accelenv.cluster.domains import DOMAIN_KEYS
 
-    found = [d for d in cluster.get("domains", []) if isinstance(d, dict)]
+    found = [d for d in _list(cluster.get("domains")) if isinstance(d, dict)]
     kind = next((k for k in DOMAIN_KEYS if any(d.get("kind") == k for d in found)), None)
     groups: list[tuple[str | None, list[str]]] = []
     placed: set[str] = set()
     for domain in found:
         if domain.get("kind") == kind:
-            members = [str(n) for n in domain.get("nodes", []) if str(n) in by_id]
+            members = [str(n) for n in _list(domain.get("nodes")) if str(n) in by_id]
             groups.append((str(domain.get("name")), members))
             placed.update(members)
     rest = [n for n in by_id if n not in placed]
@@ -106,7 +109,7 @@ def _domain_box(
     domain: Mapping[str, Any] | None,
     by_id: Mapping[str, Mapping[str, Any]],
 ) -> str:
-    problems = [str(p) for p in (domain or {}).get("problems", [])][:8]
+    problems = [str(p) for p in _list((domain or {}).get("problems"))][:8]
     colour = COLOURS["fail"] if problems else COLOURS["pass"] if domain else "#9e9e9e"
     title = f"{kind} {name}" if kind and name else (f"no {kind}" if kind else "nodes")
     said = "".join(f'<p class="problem">{_e(p)}</p>' for p in problems)
@@ -134,7 +137,7 @@ def _drawing(node: Mapping[str, Any], colour: str) -> str:
     """The node's devices on a circle (or a row of squares when it says nothing of links), links as lines."""
     said = node.get("topology")
     topology: Mapping[str, Any] = said if isinstance(said, dict) else {}
-    listed = [d for d in topology.get("devices", []) if isinstance(d, dict)][:MAX_DEVICES]
+    listed = [d for d in _list(topology.get("devices")) if isinstance(d, dict)][:MAX_DEVICES]
     ids = [str(d.get("id"))[:64] for d in listed]
     if not ids:
         ids = [f"d{i}" for i in range(min(_int(node.get("devices")), MAX_DEVICES))]
@@ -152,7 +155,7 @@ def _drawing(node: Mapping[str, Any], colour: str) -> str:
         for i, device in enumerate(ids)
     }
     lines = []
-    for link in [x for x in topology.get("links", []) if isinstance(x, dict)][:MAX_LINKS]:
+    for link in [x for x in _list(topology.get("links")) if isinstance(x, dict)][:MAX_LINKS]:
         a, b = where.get(str(link.get("a"))), where.get(str(link.get("b")))
         if a is None or b is None:
             continue
@@ -173,6 +176,11 @@ def _drawing(node: Mapping[str, Any], colour: str) -> str:
         f'<svg width="{size}" height="{size}" viewBox="0 0 {size} {size}" role="img" '
         f'aria-label="{count} devices">{"".join(lines)}{squares}</svg>'
     )
+
+
+def _list(value: object) -> list[Any]:
+    """`value` when it is a list, else empty: a field of an untrusted answer that is not a list draws nothing."""
+    return value if isinstance(value, list) else []
 
 
 def _int(value: object) -> int:

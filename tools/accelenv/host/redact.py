@@ -23,6 +23,7 @@ codes) and bidirectional overrides are shown as escapes (`\\x1b`) instead of act
 
 from __future__ import annotations
 
+import functools
 import re
 
 from accelenv.lazyre import lazy
@@ -81,6 +82,7 @@ _SHAPES = (
     (("-----BEGIN",), r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[^-]*-----END[A-Z ]{0,40}PRIVATE KEY-----"),
 )
 _TOKEN_MARKERS = tuple(marker for markers, _ in _SHAPES for marker in markers)
+_ANY_MARKER = lazy("|".join(re.escape(marker) for marker in _TOKEN_MARKERS))  # one scan instead of one a marker
 _TOKEN_SHAPES = lazy("|".join(pattern for _, pattern in _SHAPES))
 _CONTROL = lazy(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -90,7 +92,7 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     # Each pattern runs only on text holding what its every match holds (patterns compile on first use).
-    if any(marker in text for marker in _TOKEN_MARKERS):
+    if _ANY_MARKER.search(text):
         text = _TOKEN_SHAPES.sub(REDACTED, text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
@@ -147,20 +149,31 @@ def _value_end(text: str, start: int, quote: str) -> int:
 
 
 def redact_json(data: object) -> object:
-    """A copy of a JSON document with every string redacted, and the value of every key whose name says it
-    holds a secret replaced whole."""
+    """A copy of a JSON document with every string redacted, keys included, and the value of every key whose
+    name says it holds a secret replaced whole. Serialised, it needs no further redaction (`dump_json`)."""
     if isinstance(data, str):
         return redact_text(data)
     if isinstance(data, dict):
-        return {key: _redact_entry(str(key), value) for key, value in data.items()}
+        return {_key(str(key)): _redact_entry(str(key), value) for key, value in data.items()}
     if isinstance(data, list | tuple):
         return [redact_json(item) for item in data]
     return data
 
 
+@functools.lru_cache(maxsize=4096)
+def _key(key: str) -> str:
+    """A key redacted (a token can be a key: an environment's variables, a URL as a name); keys repeat, so once."""
+    return redact_text(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    """Whether `key` names a secret; keys repeat across a document's thousands of objects, so each is asked once."""
+    return bool(SECRET_NAME.match(key)) or key.lower() == "auth"  # docker config: {"auths": {host: {"auth": ...}}}
+
+
 def _redact_entry(key: str, value: object) -> object:
-    secret = SECRET_NAME.match(key) or key.lower() == "auth"  # docker config: {"auths": {host: {"auth": ...}}}
-    if secret and isinstance(value, str | int | float) and not isinstance(value, bool):
+    if _secret_key(key) and isinstance(value, str | int | float) and not isinstance(value, bool):
         return REDACTED
     return redact_json(value)
 

@@ -25,6 +25,20 @@ def env_owners(matrix: Matrix, env: Environment) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*own, *extra]))
 
 
+def run_owners(matrix: Matrix, env_id: str, sku_id: str | None) -> tuple[str, ...]:
+    """Who answers for a run of `env_id` on `sku_id` (a failure, a record): the environment's owners, else its
+    family's, and that SKU's own where it names any. Empty when the matrix names none: nobody is made up."""
+    env = matrix.envs[env_id]
+    own = env.owners or matrix.families[env.family].owners
+    sku = matrix.skus.get(sku_id) if sku_id is not None else None
+    return tuple(dict.fromkeys([*own, *(sku.owners if sku is not None else ())]))
+
+
+def owners_words(owners: tuple[str, ...], family: str) -> str:
+    """The owners as a reader sees them beside a failure, or where the matrix would name them."""
+    return ", ".join(owners) if owners else f"no owners in matrix.toml (families.{family}.owners)"
+
+
 def section(matrix: Matrix) -> str:
     lines = [BEGIN, "# (the last matching pattern wins: keep this section at the end of the file)"]
     for family in matrix.families.values():

@@ -15,6 +15,7 @@ import html
 import time
 from typing import TYPE_CHECKING
 
+from accelenv.plan.codeowners import owners_words, run_owners
 from accelenv.plan.compatibility import verdict
 from accelenv.records import frozen
 from accelenv.results.judge import PROVEN, Node, Proof, Tier, maturity, nodes, proof, state
@@ -36,6 +37,10 @@ class Evidence:
     detail: str
     rule: str  # the rules' verdict in words: "runs: CUDA 13.2, driver >= 580" or "no: ..."
     record: Record | None  # the record behind the status (its newest)
+    owners: str = ""  # who answers for it, beside a failure: the matrix's owners (or where it would name them)
+    ci_unschedulable: str | None = (
+        None  # the matrix's reason CI cannot run the environment (envs.<env>.ci_unschedulable)
+    )
 
 
 @frozen
@@ -68,12 +73,26 @@ def view(
             if not ok and found is None:
                 continue
             rule = ("runs: " if ok else "no: ") + why
+            owners = owners_words(run_owners(matrix, env.id, sku.id), env.family)
+            ci = env.ci_unschedulable
             if found is None:
-                out.append(Evidence(sku=sku.id, env=env.id, status=DECLARED, detail="", rule=rule, record=None))
-            else:
                 out.append(
                     Evidence(
-                        sku=sku.id, env=env.id, status=found.word, detail=found.detail, rule=rule, record=found.record
+                        sku=sku.id, env=env.id, status=DECLARED, detail="", rule=rule, record=None, ci_unschedulable=ci
+                    )
+                )
+            else:
+                failing = found.word in (FAILED, REGRESSED, INCOMPLETE)
+                out.append(
+                    Evidence(
+                        sku=sku.id,
+                        env=env.id,
+                        status=found.word,
+                        detail=found.detail,
+                        rule=rule,
+                        record=found.record,
+                        owners=owners if failing else "",
+                        ci_unschedulable=ci,
                     )
                 )
     return View(
@@ -102,8 +121,9 @@ def _perf(record: Record | None) -> str:
 
 def _detail(e: Evidence) -> str:
     r = e.record
+    ci = f"not scheduled in CI: {e.ci_unschedulable}" if e.ci_unschedulable else ""
     if r is None:
-        return "no record"
+        return "no record" + (f"; {ci}" if ci else "")
     bits = [_day(r.finished), f"{r.device_count} device(s) x {r.nodes} node(s)"]
     bits += [f"driver {r.driver}" if r.driver else "no driver", f"on {r.runner or 'an unnamed runner'}"]
     bits.append(f"record {r.id}")
@@ -113,7 +133,18 @@ def _detail(e: Evidence) -> str:
         bits.append(r.note)
     if r.frameworks_differ:
         bits.append("framework differs from the pins: " + "; ".join(r.frameworks_differ))
+    if e.owners:
+        bits.append(f"owners: {e.owners}")
+    if ci:
+        bits.append(ci)
     return ", ".join(bits)
+
+
+def unplaced_owners(matrix: Matrix, record: Record, regressed: frozenset[str]) -> str:
+    """Who answers for a record without a SKU, when it failed: its environment's owners."""
+    if state(record, regressed) not in (FAILED, REGRESSED, INCOMPLETE):
+        return ""
+    return "; owners: " + owners_words(run_owners(matrix, record.env, None), record.family)
 
 
 _E = html.escape
@@ -201,7 +232,8 @@ def html_section(
     if v.unplaced:
         out.append("<h3>Records without a SKU</h3><ul>")
         out += [
-            f"<li>{_badge(state(r, v.regressed))} <code>{_E(r.id)}</code>: {_E(r.note or '')}{_link(r)}</li>"
+            f"<li>{_badge(state(r, v.regressed))} <code>{_E(r.id)}</code>: "
+            f"{_E((r.note or '') + unplaced_owners(matrix, r, v.regressed))}{_link(r)}</li>"
             for r in v.unplaced
         ]
         out.append("</ul>")
@@ -250,7 +282,10 @@ def markdown_section(
             )
     if v.unplaced:
         lines += ["", "Records without a SKU:", ""]
-        lines += [f"- {_md(r.id)}: {state(r, v.regressed)}: {_md(r.note or '')}" for r in v.unplaced]
+        lines += [
+            f"- {_md(r.id)}: {state(r, v.regressed)}: {_md((r.note or '') + unplaced_owners(matrix, r, v.regressed))}"
+            for r in v.unplaced
+        ]
     if refused:
         lines += ["", "Refused records:", ""]
         lines += [f"- {_md(r.path)}: {_md(r.reason)}" for r in refused]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from accelenv.matrix.driver_need import driver_need
+from accelenv.plan.codeowners import env_owners, owners_words
 from accelenv.plan.compatibility import GENERATED, preference, recommended, verdict
 from accelenv.plan.lock import LockState
 from accelenv.plan.render import human_tag
@@ -366,7 +367,10 @@ def _environments(matrix: Matrix, locks: Mapping[str, LockState], repository: st
                 _e(str(env.ci_tier)) + (f" <span class='muted'>on {_e(', '.join(runner))}</span>" if runner else ""),
             ),
             ("Image", f"<code>{_e(human_tag(repository, matrix, env))}</code>"),
+            ("Owners", _e(owners_words(env_owners(matrix, env), env.family))),
         ]
+        if env.ci_unschedulable:
+            rows.append(("Not in CI", _e(f"not scheduled in CI: {env.ci_unschedulable}")))
         if image is not None:
             pinned = "" if image.digest else " " + _badge("unpinned", "warn-badge", "no digest yet: accelenv pin")
             rows.append(("Base image", f"<code>{_e(image.reference)}</code>{pinned}"))
@@ -459,11 +463,13 @@ def html_page(
     stamp: Stamp | None = None,
     evidence: list[str] | None = None,
     tiers: Mapping[str, str] | None = None,
+    clusters: list[str] | None = None,
 ) -> str:
     """The page. `locks` maps environment ids to their lock state (absent: not shown); `images`, why an
     environment's image cannot be built now; `stamp`, what the page was made from (`plan.start`); `evidence`, the
     Evidence section from result records (plan/evidence.py), absent when no records were given; `tiers`, each
-    family's maturity as the records earn it (`results.judge.maturity`): a family without one is "declared"."""
+    family's maturity as the records earn it (`results.judge.maturity`): a family without one is "declared";
+    `clusters`, Ray clusters drawn (cluster/view.py's `cluster_section`, from `check --ray --json`)."""
     locks = dict(locks or {})
     n_runs = sum(
         1
@@ -524,6 +530,7 @@ def html_page(
         *_start(),
         *_overview(matrix, locks, tiers or {}),
         *(evidence or []),
+        *(clusters or []),
         '<section id="pick" aria-labelledby="h-pick"><h2 id="h-pick">By SKU: <span id="pick-name"></span></h2>',
         '<p id="pick-meta" class="muted"></p>',
         (

@@ -9,6 +9,7 @@ import statistics
 from typing import TYPE_CHECKING
 
 from accelenv.records import frozen
+from accelenv.results.judge import missing_kinds
 
 if TYPE_CHECKING:
     from accelenv.matrix.model import Matrix
@@ -159,10 +160,11 @@ class Stale:
 
 
 def stale(matrix: Matrix, records: list[Record], *, days: float, now: float) -> list[Stale]:
-    """Each SKU of each default environment without a passing record that finished within `days` days."""
+    """Each SKU of each default environment without a passing record that finished within `days` days and ran
+    and passed every conformance kind the environment declares (a smoke-only run keeps no pair fresh)."""
     newest: dict[tuple[str, str], Record] = {}
     for record in records:
-        if record.outcome != "passed" or record.sku is None:
+        if record.outcome != "passed" or record.sku is None or missing_kinds(matrix, record):
             continue
         key = (record.env, record.sku)
         if key not in newest or newest[key].finished < record.finished:
