@@ -109,7 +109,8 @@ def test_each_session_job_uploads_its_evidence_under_its_own_name() -> None:
 def _real_run(project: Path, results: Path, extra: dict[str, str]) -> None:
     """A real pytest run of one test with the result-record plugin, as a session job makes it."""
     (project / "test_small.py").write_text("def test_small() -> None:\n    assert sum([1, 1]) == 2\n")
-    (project / "root").mkdir(exist_ok=True)  # a captured host that has nothing: the host is never read
+    (project / "root/proc/sys/kernel").mkdir(parents=True, exist_ok=True)  # a captured x86_64 host, nothing more
+    (project / "root/proc/sys/kernel/arch").write_text("x86_64\n")
     env = {**_environ(), **extra, "ACCELENV_ENV": "cpu-py311", "ACCELENV_MATRIX": str(SHIPPED)}
     env |= {"ACCELENV_RESULTS": str(results), "ACCELENV_ROOT": str(project / "root")}
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "accelenv.results.plugin", "-p", "no:cacheprovider",
