@@ -395,15 +395,16 @@ def device_holders(patterns: tuple[str, ...], exclude: int) -> list[str]:
     import fnmatch
 
     holders = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == exclude:
-            continue
-        with contextlib.suppress(OSError):
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
-                with contextlib.suppress(OSError):
-                    target = str(Path(fd.path).readlink())
-                    if any(fnmatch.fnmatchcase(target, p) for p in patterns):
-                        holders.append(f"{entry.name}: {target}")
+    with os.scandir("/proc") as processes:  # closed however the walk ends (a process leaving mid-read)
+        for entry in processes:
+            if not entry.name.isdigit() or int(entry.name) == exclude:
+                continue
+            with contextlib.suppress(OSError), os.scandir(f"/proc/{entry.name}/fd") as fds:
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        target = str(Path(fd.path).readlink())
+                        if any(fnmatch.fnmatchcase(target, p) for p in patterns):
+                            holders.append(f"{entry.name}: {target}")
     return holders
 
 

@@ -87,7 +87,8 @@ def declared_entry_points(group: str, paths: Iterable[str]) -> list[DeclaredEntr
     seen: set[str] = set()
     for folder in paths:
         try:
-            children = sorted(os.scandir(folder or "."), key=lambda c: c.name)
+            with os.scandir(folder or ".") as listing:  # closed also when a read fails midway
+                children = sorted(listing, key=lambda c: c.name)
         except OSError:
             continue
         for child in children:
