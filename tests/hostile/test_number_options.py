@@ -1,5 +1,6 @@
-"""Issue 28, internal errors: every numeric option of every command is validated by one of two argparse types
-(`seconds`, `count`); `refresh --timeout nan` (and -1, 0) is a usage error, never accepted or a traceback.
+"""Issue 28, internal errors: every numeric option of every command is validated by one of the argparse types of
+cli/common.py (`seconds`, `count`, `fraction`, `days`, `duration`, `shm_size`); `refresh --timeout nan` (and -1,
+0) is a usage error, never accepted or a traceback.
 
 The test walks the whole parser (`build_parser("*")`), so an option added later is enumerated too."""
 
@@ -11,13 +12,15 @@ import pytest
 from hostilekit import accelenv, assert_clean_error
 
 from accelenv.cli import build_parser
-from accelenv.cli.common import count, days, fraction, seconds
+from accelenv.cli.common import count, days, duration, fraction, seconds, shm_size
 
 NUMBER_TYPES = {
     seconds: ("nan", "inf", "-1", "0", "1e400", "ten", ""),
     count: ("-1", "1.5", "nan", "٣", ""),
     fraction: ("nan", "inf", "-0.1", "1", "1e400", "ten", ""),
     days: ("nan", "inf", "-1", "0", "1e400", "ten", ""),
+    duration: ("nan", "inf", "-1", "0", "0d", "1e400", "7x", "ten", ""),
+    shm_size: ("lots", "-1g", "nan", "1.5g", "16 g", "16g\n", ""),
 }
 
 

@@ -58,6 +58,8 @@ def argv_of(command: str) -> list[str] | None:
     if "$(" in command or "<" in command or "..." in command:
         return None
     words = shlex.split(command.split(" && ", maxsplit=1)[0], comments=True)
+    if "|" in words:  # `accelenv k8s ENV | kubectl apply -f -`: accelenv's part
+        words = words[: words.index("|")]
     return words[1:]
 
 

@@ -96,6 +96,25 @@ def shm_size(text: str) -> str:
     return text
 
 
+DURATION_UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60}
+
+
+def duration(text: str) -> float:
+    """An argparse type: seconds from `7d`, `12h`, `30m`, `2w`, or a bare number of days; above 0, at most a
+    hundred years."""
+    import argparse
+    import math
+
+    number, unit = (text[:-1], text[-1]) if text[-1:] in DURATION_UNITS else (text, "d")
+    try:
+        value = float(number) * DURATION_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: give e.g. 7d, 12h, 30m or 2w") from None
+    if not math.isfinite(value) or not 0 < value <= 36500 * 86400:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a duration above 0, e.g. 7d")
+    return value
+
+
 def days(text: str) -> float:
     """An argparse type: a finite number of days above 0, at most a hundred years."""
     import argparse

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from accelenv.cli.common import Command, fraction, matrix_of, repo_of
+from accelenv.cli.common import Command, duration, fraction, matrix_of, repo_of
 from accelenv.cli.output import dump_json, table
 from accelenv.errors import UsageError
 
@@ -21,23 +21,6 @@ if TYPE_CHECKING:
     from accelenv.results.record import Record
 
 FAILING = ("failed", "incomplete", "regressed")  # the states a record's owners are named beside
-UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60}
-
-
-def duration(text: str) -> float:
-    """An argparse type: seconds from `7d`, `12h`, `30m`, `2w`, or a bare number of days; above 0, at most a
-    hundred years."""
-    import argparse
-    import math
-
-    number, unit = (text[:-1], text[-1]) if text[-1:] in UNITS else (text, "d")
-    try:
-        value = float(number) * UNITS[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: give e.g. 7d, 12h, 30m or 2w") from None
-    if not math.isfinite(value) or not 0 < value <= 36500 * 86400:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a duration above 0, e.g. 7d")
-    return value
 
 
 def results_arguments(p: argparse.ArgumentParser) -> None:
