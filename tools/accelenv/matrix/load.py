@@ -468,6 +468,7 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         sources=tuple(v.get("sources", ())),
         framework=_framework(v["framework"]) if "framework" in v else None,
         perf_min_fraction=v.get("perf_min_fraction"),
+        transports=tuple(v.get("transports", ())),
     )
 
 

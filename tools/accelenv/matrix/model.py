@@ -376,6 +376,7 @@ class Environment:
     sources: tuple[str, ...]
     framework: Framework | None = None
     perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
+    transports: tuple[str, ...] = ()  # Ray Direct Transport transports the environment is proven for (GLOO, NCCL)
 
 
 @frozen

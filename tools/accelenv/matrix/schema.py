@@ -241,6 +241,10 @@ def _env() -> Json:
             "ci_tier": choice(
                 "Which CI runs it: every pull request, nightly, or only before a release.", [str(t) for t in CiTier]
             ),
+            "transports": array(
+                "Ray Direct Transport transports the environment supports (tests/devices/test_conformance_rdt.py).",
+                {"type": "string", "enum": ["CUDA_IPC", "GLOO", "NCCL", "NIXL"]},
+            ),
             "perf_min_fraction": {
                 "type": "number",
                 "exclusiveMinimum": 0,
