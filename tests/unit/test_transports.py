@@ -168,7 +168,7 @@ def _record(rid: str, finished: int, tests: list[dict[str, Any]], perf: tuple[Fi
 def test_the_recipe_is_the_newest_rdt_record_with_ratios_recomputed() -> None:
     rdt = "tests/devices/test_conformance_rdt.py::"
     defect = defect_message("ray-project/ray#66264", "hangs")
-    tests = [
+    tests: list[dict[str, Any]] = [
         {"id": rdt + "test_rdt_tensors_arrive_bit_identical[node]", "outcome": "passed", "reason": None},
         {"id": rdt + "test_rdt_receiver_not_enabled_is_named_within_a_bound", "outcome": "failed", "reason": defect},
         {
