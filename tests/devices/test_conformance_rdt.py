@@ -40,6 +40,7 @@ from rdtkit import (
     upstream_defect,
 )
 
+from accelenv.results.plugin import current_run
 from accelenv.results.transports import OBJECT_STORE, figure_name
 
 if TYPE_CHECKING:
@@ -87,15 +88,18 @@ def _declared(expected: Expected, transport: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """One Ray cluster for the module's tests (two loopback nodes for the CPU family), ended after the last."""
-    found = current_env()
-    if found is None:
-        pytest.fail("ACCELENV_ENV is not set", pytrace=False)
-    _, env = found
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """One Ray cluster for the module's tests (two loopback nodes for the CPU family), ended after the last; the
+    record says across how many nodes the tests ran."""
     from devicekit import load_expected
 
-    with ray_cluster(env.family, load_expected().device_count) as started:
+    expected = load_expected()
+    with ray_cluster(expected.env.family, expected.device_count) as started:
+        if expected.env.family == "cpu":
+            assert started.nodes >= 2, f"the CPU suite runs across two Ray nodes; the cluster has {started.nodes}"
+        run = current_run(request.config)
+        if run is not None:
+            run.nodes = max(run.nodes, started.nodes)
         yield started
 
 

@@ -254,8 +254,10 @@ def bounded(fn: Callable[[], Any], seconds: float, what: str) -> Any:
     return outcome.value
 
 
-def first_line(error: BaseException) -> str:
+def first_line(error: BaseException | None) -> str:
     """The error's type and the line of its message that says most (Ray wraps the remote traceback)."""
+    if error is None:
+        return "no error"
     text = str(error).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = lines[-1] if lines else ""

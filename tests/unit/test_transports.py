@@ -198,3 +198,14 @@ def test_the_recipe_is_the_newest_rdt_record_with_ratios_recomputed() -> None:
     assert (cluster.transport, cluster.scope, cluster.size_bytes) == ("GLOO", "cluster", 64 << 20)
     assert (cluster.vs_object_store, cluster.fraction_of_peak) == (4.0, 0.25)
     assert (node.object_store_gb_s, node.vs_object_store, node.peak_gb_s) == (None, None, None)
+
+
+def test_the_interconnect_peak_is_half_the_datasheets_both_ways_figure() -> None:
+    from pathlib import Path
+
+    from accelenv.matrix import load_matrix
+    from accelenv.results.transports import interconnect_peaks
+
+    peaks = interconnect_peaks(load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml"))
+    assert peaks[("h200", "node")] == 450
+    assert ("cpu-x86-64", "node") not in peaks

@@ -481,6 +481,7 @@ def _peak(v: dict[str, Any] | None) -> Peak | None:
         memory_gb_s=v.get("memory_gb_s"),
         source=v["source"],
         notes=v.get("notes", ""),
+        interconnect_gb_s=v.get("interconnect_gb_s"),
     )
 
 

@@ -135,6 +135,7 @@ class Peak:
     memory_gb_s: float | None
     source: str
     notes: str = ""
+    interconnect_gb_s: float | None = None  # device-to-device link within a node (NVLink), both directions together
 
 
 @frozen

@@ -20,6 +20,7 @@ from accelenv.records import frozen
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from accelenv.matrix.model import Matrix
     from accelenv.results.record import Figure, Record
 
 OBJECT_STORE = "object_store"
@@ -169,3 +170,13 @@ def _transfers(perf: tuple[Figure, ...], sku: str | None, peaks: dict[tuple[str,
             )
         )
     return tuple(out)
+
+
+def interconnect_peaks(matrix: Matrix) -> dict[tuple[str, str], float]:
+    """(SKU, "node") -> the one-way GB/s a transfer between two of its devices can reach within a node: half the
+    datasheet's interconnect figure (NVLink's is both directions together), for SKUs whose peak gives one."""
+    return {
+        (sku.id, "node"): sku.peak.interconnect_gb_s / 2
+        for sku in matrix.skus.values()
+        if sku.peak is not None and sku.peak.interconnect_gb_s
+    }
