@@ -26,6 +26,7 @@ from rdtkit import (
     BOUND,
     GROUP_BACKEND,
     SHAPES,
+    WORK,
     actor,
     attempt,
     cleanup,
@@ -94,6 +95,9 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     from devicekit import load_expected
 
     expected = load_expected()
+    need_torch(expected)  # a failure that says where torch and Ray should come from, before any cluster
+    if expected.env.family != "cpu":
+        need_devices(expected, expected.device_count)
     with ray_cluster(expected.env.family, expected.device_count) as started:
         if expected.env.family == "cpu":
             assert started.nodes >= 2, f"the CPU suite runs across two Ray nodes; the cluster has {started.nodes}"
@@ -119,8 +123,8 @@ def test_rdt_tensors_arrive_bit_identical(expected: Expected, transport: str, sc
     with cleanup(ends.sender, ends.receiver):
         cases = [("tensor", dtype, numel) for dtype, numel in SHAPES] + [("dict", "float32", 5000)]
         for seed, (kind, dtype, numel) in enumerate(cases):
-            sent = ray.get(ends.sender.hold.remote(kind, dtype, numel, seed), timeout=BOUND)
-            got = ray.get(ends.receiver.received.remote(send(ends, transport)), timeout=BOUND * 3)
+            sent = ray.get(ends.sender.hold.remote(kind, dtype, numel, seed), timeout=WORK)
+            got = ray.get(ends.receiver.received.remote(send(ends, transport)), timeout=WORK)
             assert got == sent, f"{transport} {scope}: {kind} of {numel} {dtype} arrived changed"
         destroy(ends.group)
 
@@ -137,12 +141,12 @@ def test_rdt_throughput_beside_the_object_store(
     with cleanup(ends.sender, ends.receiver):
         for mib in SIZES_MIB[scope]:
             size = mib * 2**20
-            ray.get(ends.sender.hold.remote("ones", "float32", size // 4, mib), timeout=BOUND * 3)
+            ray.get(ends.sender.hold.remote("ones", "float32", size // 4, mib), timeout=WORK)
             for via in (transport, None):
                 seconds = []
                 for rep in range(WARMUP + REPS):
                     start = time.perf_counter()
-                    arrived = ray.get(ends.receiver.arrived.remote(send(ends, via)), timeout=BOUND * 6)
+                    arrived = ray.get(ends.receiver.arrived.remote(send(ends, via)), timeout=WORK)
                     if rep >= WARMUP:
                         seconds.append(time.perf_counter() - start)
                     assert arrived == size
@@ -171,18 +175,18 @@ def test_rdt_groups_created_and_destroyed_leave_nothing_behind(
     members = [ends.sender, ends.receiver]
     with cleanup(*members):
         destroy(ends.group)
-        before = ray.get([e.sockets.remote() for e in members], timeout=BOUND)
+        before = ray.get([e.sockets.remote() for e in members], timeout=WORK)
         for cycle in range(CYCLES):
             group = create_collective_group(members, backend=GROUP_BACKEND[transport])
-            ray.get(ends.sender.hold.remote("tensor", "float32", 1 << 16, cycle), timeout=BOUND)
-            assert ray.get(ends.receiver.arrived.remote(send(ends, transport)), timeout=BOUND) == 4 << 16
+            ray.get(ends.sender.hold.remote("tensor", "float32", 1 << 16, cycle), timeout=WORK)
+            assert ray.get(ends.receiver.arrived.remote(send(ends, transport)), timeout=WORK) == 4 << 16
             destroy_collective_group(group)
-            left = ray.get([e.groups.remote() for e in members], timeout=BOUND)
+            left = ray.get([e.groups.remote() for e in members], timeout=WORK)
             assert left == [[], []], f"{transport}: cycle {cycle}: groups left in Ray's registry: {left}"
-        after = ray.get([e.sockets.remote() for e in members], timeout=BOUND)
+        after = ray.get([e.sockets.remote() for e in members], timeout=WORK)
         grew = [a - b for a, b in zip(after, before, strict=True)]
         assert max(grew) <= 0, f"{transport}: {CYCLES} groups left {grew} more TCP sockets (before: {before})"
-        communicators = ray.get([e.default_group.remote() for e in members], timeout=BOUND)
+        communicators = ray.get([e.default_group.remote() for e in members], timeout=WORK)
         end(*members)
     assert processes_gone(list(ends.pids)) == [], f"actors still alive: {processes_gone(list(ends.pids), 0)}"
     if transport == "GLOO" and any(communicators):
@@ -206,7 +210,7 @@ def test_rdt_receiver_killed_mid_transfer_fails_the_transfer_and_frees_the_sende
     ray = _cluster(expected, transport)
     ends = pair(expected.env.family, transport, "cluster")
     with cleanup(ends.sender, ends.receiver) as held:
-        ray.get(ends.sender.hold.remote("ones", "float32", 64 * 2**20, 7), timeout=BOUND * 3)
+        ray.get(ends.sender.hold.remote("ones", "float32", 64 * 2**20, 7), timeout=WORK)
         arriving = ends.receiver.received.remote(send(ends, transport))
         time.sleep(KILL_AFTER)  # the transfer has begun
         os.kill(ends.pids[1], signal.SIGKILL)  # the receiver's own process, started by this test
@@ -222,8 +226,8 @@ def test_rdt_receiver_killed_mid_transfer_fails_the_transfer_and_frees_the_sende
         destroy(ends.group)
         again = pair(expected.env.family, transport, "cluster")
         held += [again.sender, again.receiver]
-        sent = ray.get(again.sender.hold.remote("tensor", "int64", 4096, 8), timeout=BOUND)
-        assert ray.get(again.receiver.received.remote(send(again, transport)), timeout=BOUND) == sent
+        sent = ray.get(again.sender.hold.remote("tensor", "int64", 4096, 8), timeout=WORK)
+        assert ray.get(again.receiver.received.remote(send(again, transport)), timeout=WORK) == sent
         destroy(again.group)
 
 
@@ -232,7 +236,7 @@ def _drained(sender: Any) -> bool:
 
     deadline = time.monotonic() + BOUND
     while time.monotonic() < deadline:
-        if ray.get(sender.rdt_objects.remote(), timeout=BOUND) == 0:
+        if ray.get(sender.rdt_objects.remote(), timeout=WORK) == 0:
             return True
         time.sleep(0.5)
     return False
@@ -249,8 +253,8 @@ def test_rdt_restarted_member_receives_in_a_reformed_group(
 
     ends = pair(expected.env.family, transport, "cluster", restarts=1)
     with cleanup(ends.sender, ends.receiver) as held:
-        sent = ray.get(ends.sender.hold.remote("tensor", "float32", 4096, 1), timeout=BOUND)
-        assert ray.get(ends.receiver.received.remote(send(ends, transport)), timeout=BOUND) == sent
+        sent = ray.get(ends.sender.hold.remote("tensor", "float32", 4096, 1), timeout=WORK)
+        assert ray.get(ends.receiver.received.remote(send(ends, transport)), timeout=WORK) == sent
         os.kill(ends.pids[1], signal.SIGKILL)  # between transfers: nothing in flight
         if restarted(ends.receiver, ends.pids[1]) is None:
             pytest.fail(f"Ray did not restart the killed receiver within {BOUND * 3:g}s", pytrace=False)
@@ -260,7 +264,8 @@ def test_rdt_restarted_member_receives_in_a_reformed_group(
             nodes, resources = placement("cluster", expected.env.family)
             sender = actor(expected.env.family, transport, nodes[0], resources)
             held.append(sender)
-        stale = ray.get(sender.default_group.remote(), timeout=BOUND)  # asked before: a stuck actor cannot answer
+        # asked before re-forming (a stuck actor cannot answer); a new sender may still be starting
+        stale = ray.get(sender.default_group.remote(), timeout=180)
         members = [ends.receiver, sender]  # the restarted member is rank 0: it publishes the rendezvous
         formed = attempt(partial(create_collective_group, members, backend=GROUP_BACKEND[transport]), BOUND)
         if formed.timed_out or formed.error is not None:
@@ -268,7 +273,7 @@ def test_rdt_restarted_member_receives_in_a_reformed_group(
             if stale:
                 upstream_defect(NOT_FILED, stale_group_defect(transport, found))
             pytest.fail(f"{transport}: re-forming the group ({peer}) failed: {found}", pytrace=False)
-        sent = ray.get(sender.hold.remote("tensor", "bfloat16", 8192, 2), timeout=BOUND)
+        sent = ray.get(sender.hold.remote("tensor", "bfloat16", 8192, 2), timeout=WORK)
         moving = ends.receiver.received.remote(sender.send.options(tensor_transport=transport.lower()).remote())
         moved = attempt(partial(ray.get, moving), BOUND)
         assert not moved.timed_out, f"{transport}: the re-formed group did not deliver within {BOUND:g}s"
@@ -292,7 +297,7 @@ def test_rdt_receiver_not_enabled_is_named_within_a_bound(expected: Expected, tr
     ray = _cluster(expected, transport)
     ends = pair(expected.env.family, transport, "cluster", receiver_enabled=False)
     with cleanup(ends.sender, ends.receiver):
-        ray.get(ends.sender.hold.remote("tensor", "float32", 1024, 3), timeout=BOUND)
+        ray.get(ends.sender.hold.remote("tensor", "float32", 1024, 3), timeout=WORK)
         arriving = ends.receiver.received.remote(send(ends, transport))
         outcome = attempt(partial(ray.get, arriving), BOUND)
         if outcome.timed_out:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # the collective backend of ray.experimental.collective each two-sided transport needs; one-sided ones need none
 GROUP_BACKEND = {"GLOO": "torch_gloo", "NCCL": "nccl"}
 DEVICE = {"GLOO": "cpu", "NCCL": "cuda", "NIXL": None, "CUDA_IPC": "cuda"}  # None: the family's device
+WORK = 120.0  # seconds for ordinary work (starting actors, moving a tensor) on a loaded machine
 BOUND = 15.0  # seconds within which a transfer, a failure or a restart must show (Ray's fetch timeout is 60)
 # correctness payloads: (dtype, elements), odd sizes included; and a dict of tensors
 SHAPES = (("float32", 1), ("bfloat16", 4099), ("int64", 1 << 16), ("uint8", 3 * 2**20 + 1), ("float16", 2**20))
