@@ -96,6 +96,17 @@ def test_check_names_the_missing_package_of_a_transport() -> None:
     assert (ipc.id, ipc.status, ipc.found) == ("rdt.cuda_ipc", Status.PASS, "torch 2.15.0")
 
 
+def test_without_torch_the_transport_is_not_judged_and_says_so() -> None:
+    (finding,) = transport_findings(_Cpu(), _Report({"ray": ["2.60.0"]}))  # type: ignore[arg-type]
+    assert (finding.id, finding.status, finding.found) == ("rdt.gloo", Status.SKIP, "torch not installed")
+    assert "envs/cpu-py311/requirements.lock" in finding.fix
+
+
+class _Cpu:
+    id = "cpu-py311"
+    transports = ("GLOO",)
+
+
 def test_check_passes_a_transport_whose_packages_are_there() -> None:
     report = _Report({"torch": ["2.15.0"], "cupy-cuda13x": ["14.0.0"]})
     assert [f.status for f in transport_findings(_Env(), report)] == [Status.PASS, Status.PASS]  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """The Python stack of each Ray Direct Transport (RDT) transport the environment declares: the distributions it
 imports (accelenv.matrix.transports) installed in the checked Python. Missing is a warning, not a failure: the
 environment's other workloads run without them, and its RDT conformance test fails on its own, naming the import.
+A Python without torch (the CPU environment's lock carries none) is not judged: the finding says it was skipped.
 The host pieces a transport's workloads need (nvidia_peermem, EFA, InfiniBand, memlock) are the environment's
 `requires`, judged by `topology` and `limits`."""
 
@@ -25,6 +26,17 @@ def transport_findings(env: Environment, report: HostReport) -> Iterator[Finding
     installed = report.python.distributions
     for name in env.transports:
         transport = TRANSPORTS[name]
+        if not installed.get("torch"):
+            yield Finding(
+                id=f"rdt.{name.lower()}",
+                status=Status.SKIP,
+                expected="torch, which every RDT transport imports",
+                found="torch not installed",
+                message=f"RDT over {name} not checked: this Python has no torch (the environment's own workloads "
+                "need none); its packages are checked where torch is installed",
+                fix=f"install torch beside envs/{env.id}/requirements.lock where this host moves tensors over {name}",
+            )
+            continue
         found, missing = [], []
         for choices in transport.packages:
             have = next((c for c in choices if installed.get(canonical_name(c))), None)
