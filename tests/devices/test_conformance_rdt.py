@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 SIZES_MIB = {"node": (4, 64), "cluster": (4, 64, 256)}  # the figures' tensor sizes (float32)
 WARMUP, REPS = 1, 3
 CYCLES = 3  # groups created and destroyed in the lifecycle test
-KILL_AFTER = 0.3  # seconds into a 256 MiB transfer when its receiver is killed
+KILL_AFTER = 0.1  # seconds after the send of 256 MiB (GLOO moves them in about 0.3 s here; the digest follows)
 SCOPES = ("node", "cluster")
 ISSUE_NOT_ENABLED = "ray-project/ray#66264"
 NOT_FILED = "ray-project/ray (not filed)"
