@@ -220,3 +220,21 @@ def test_the_interconnect_peak_is_half_the_datasheets_both_ways_figure() -> None
     peaks = interconnect_peaks(load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml"))
     assert peaks[("h200", "node")] == 450
     assert ("cpu-x86-64", "node") not in peaks
+
+
+def test_an_environment_says_why_it_has_no_transport_or_declares_some_not_both() -> None:
+    reason = 'no_transports = "not proven"\n'
+    assert _rdt_problems(MINI.replace(AMD_ENV, AMD_ENV + reason, 1)) == []
+    both = MINI.replace(NVIDIA_ENV, f'{NVIDIA_ENV}transports = ["NCCL"]\n{reason}', 1)
+    assert _rdt_problems(both) == [
+        ("envs.gpu-nvidia-cu132.no_transports", "declares transports and says why it has none: keep one of them")
+    ]
+
+
+def test_every_shipped_environment_declares_transports_or_says_why_not() -> None:
+    from pathlib import Path
+
+    from accelenv.matrix import load_matrix
+
+    matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
+    assert [e.id for e in matrix.envs.values() if not e.transports and not e.no_transports] == []

@@ -469,6 +469,7 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         framework=_framework(v["framework"]) if "framework" in v else None,
         perf_min_fraction=v.get("perf_min_fraction"),
         transports=tuple(v.get("transports", ())),
+        no_transports=v.get("no_transports"),
     )
 
 

@@ -377,7 +377,8 @@ class Environment:
     sources: tuple[str, ...]
     framework: Framework | None = None
     perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
-    transports: tuple[str, ...] = ()  # Ray Direct Transport transports the environment is proven for (GLOO, NCCL)
+    transports: tuple[str, ...] = ()  # Ray Direct Transport transports the environment supports (GLOO, NCCL)
+    no_transports: str | None = None  # why it declares none
 
 
 @frozen

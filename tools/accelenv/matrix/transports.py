@@ -56,6 +56,12 @@ def usable(family: str, transport: str) -> bool:
 def rdt_transports(m: Matrix, _: frozenset[tuple[str, str]]) -> Iterator[Finding]:
     """An environment's RDT transports move tensors of its family's device type (Ray 2.60.0's registration)."""
     for env in m.envs.values():
+        if env.transports and env.no_transports:
+            yield Finding(
+                path=("envs", env.id, "no_transports"),
+                message="declares transports and says why it has none: keep one of them",
+                rule="rdt-transport",
+            )
         for index, transport in enumerate(env.transports):
             if usable(env.family, transport):
                 continue
