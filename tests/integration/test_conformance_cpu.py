@@ -10,7 +10,17 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
-from cpusuite import BASIC, CONFORMANCE, JAX_CONFORMANCE, build_jax_venv, build_venv, jax_pins, run_suite, torch_wheel
+from cpusuite import (
+    BASIC,
+    CONFORMANCE,
+    JAX_CONFORMANCE,
+    RDT,
+    build_jax_venv,
+    build_venv,
+    jax_pins,
+    run_suite,
+    torch_wheel,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -92,6 +102,75 @@ def test_the_jax_path_runs_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixt
 
     capsys.readouterr()
     assert main(["results", str(results), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in listed["records"]] == [record["id"]]
+    assert listed["refused"] == []
+
+
+# the RDT tests that Ray 2.60.0's known defects fail, and the upstream reference each failure must name
+RDT_DEFECTS = {
+    "test_rdt_receiver_not_enabled_is_named_within_a_bound[GLOO]": "ray-project/ray#66264",
+    "test_rdt_restarted_member_receives_in_a_reformed_group[GLOO-same-actors]": "ray-project/ray (not filed)",
+    "test_rdt_groups_created_and_destroyed_leave_nothing_behind[GLOO]": "ray-project/ray (not filed)",
+}
+
+
+def test_the_rdt_suite_moves_tensors_over_gloo_between_two_loopback_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ray Direct Transport over GLOO, as the cpu environment declares it: correctness, figures beside the object
+    store's, group lifecycle, a receiver killed mid-transfer, and Ray 2.60.0's two known defects recorded as
+    failures that name them (so the run fails, honestly, and a fixed Ray turns this test red until it is updated)."""
+    import jsonschema
+
+    from accelenv.cli import main
+    from accelenv.matrix import find_matrix, load_matrix
+    from accelenv.results.record import read_records
+    from accelenv.results.schema import result_schema
+    from accelenv.results.transports import defect_of, recipes
+
+    wheel = torch_wheel()
+    if wheel is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no torch CPU wheel for this Python (set ACCELENV_CPU_TORCH_WHEEL)")
+        pytest.skip("no torch CPU wheel for this Python (set ACCELENV_CPU_TORCH_WHEEL)")
+    python = build_venv(tmp_path / "venv", wheel)
+    results = tmp_path / "results"
+    done = run_suite(python, results, RDT)
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]  # the known defects, and only they
+    (record_path,) = results.glob("*.result.json")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(result_schema()).validate(record)
+    assert record["outcome"] == "failed"
+    assert record["host"]["nodes"] >= 2
+    tests = {t["id"].split("::")[-1]: t for t in record["tests"]}
+    failed = {name: defect_of(t["reason"]) for name, t in tests.items() if t["outcome"] != "passed"}
+    assert {name: cause[0] if cause else None for name, cause in failed.items()} == RDT_DEFECTS, failed
+    assert {name for name, t in tests.items() if t["outcome"] == "passed"} == {
+        "test_rdt_tensors_arrive_bit_identical[GLOO-node]",
+        "test_rdt_tensors_arrive_bit_identical[GLOO-cluster]",
+        "test_rdt_throughput_beside_the_object_store[GLOO-node]",
+        "test_rdt_throughput_beside_the_object_store[GLOO-cluster]",
+        "test_rdt_receiver_killed_mid_transfer_fails_the_transfer_and_frees_the_sender[GLOO]",
+        "test_rdt_restarted_member_receives_in_a_reformed_group[GLOO-new-sender]",
+    }
+    names = {f["name"] for f in record["perf"]}
+    for via in ("gloo", "object_store"):
+        for scope in ("node", "cluster"):
+            sizes = (4, 64) if scope == "node" else (4, 64, 256)
+            assert {f"transfer.{via}.{scope}.{mib}mib" for mib in sizes} <= names
+
+    matrix = load_matrix(find_matrix(None))
+    loaded, refused = read_records([record_path], matrix)
+    assert refused == []
+    (recipe,) = recipes(loaded)
+    assert (recipe.env, recipe.nodes, recipe.failed) == ("cpu-py311", record["host"]["nodes"], ())
+    assert {d.reference for d in recipe.defects} == set(RDT_DEFECTS.values())
+    assert {(t.transport, t.scope) for t in recipe.transfers} == {("GLOO", "node"), ("GLOO", "cluster")}
+    assert all(t.vs_object_store is not None and t.vs_object_store > 0 for t in recipe.transfers)
+
+    capsys.readouterr()
+    main(["results", str(results), "--json"])
     listed = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in listed["records"]] == [record["id"]]
     assert listed["refused"] == []

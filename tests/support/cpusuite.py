@@ -20,6 +20,7 @@ CONFORMANCE = [
     "tests/devices/test_conformance_perf.py",
 ]
 BASIC = ["tests/devices/test_cpu_devices.py"]
+RDT = ["tests/devices/test_conformance_rdt.py"]  # its own run: Ray 2.60.0's known defects fail two of its tests
 JAX_CONFORMANCE = ["tests/devices/test_conformance_jax.py"]
 JAX_ENVS = ("tpu-jax-0-10-py311", "tpu-jax-0-12")  # the TPU environments, by the Python they are for
 

@@ -21,6 +21,7 @@ from accelenv.check.framework import framework_findings
 from accelenv.check.limits import limits
 from accelenv.check.requirements import python_version, requirements
 from accelenv.check.topology import topology
+from accelenv.check.transports import transport_findings
 from accelenv.check.verdict import Finding, Status
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def check(matrix: Matrix, env: Environment, report: HostReport, *, host_only: bo
     if not host_only:
         findings += list(requirements(env, report))
         findings += framework_findings(matrix, env, report)
+        findings += list(transport_findings(env, report))
         findings += list(limits(family, report, required_unlimited=env.requires.memlock_unlimited))
     return findings
 

@@ -528,6 +528,8 @@ def _env(b: _Builder, key: str, v: dict[str, Any]) -> Environment:
         perf_min_fraction=v.get("perf_min_fraction"),
         ci_unschedulable=v.get("ci_unschedulable"),
         owners=tuple(v.get("owners", ())),
+        transports=tuple(v.get("transports", ())),
+        no_transports=v.get("no_transports"),
     )
 
 
@@ -540,6 +542,7 @@ def _peak(v: dict[str, Any] | None) -> Peak | None:
         memory_gb_s=v.get("memory_gb_s"),
         source=v["source"],
         notes=v.get("notes", ""),
+        interconnect_gb_s=v.get("interconnect_gb_s"),
     )
 
 

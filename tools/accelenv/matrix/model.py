@@ -145,6 +145,7 @@ class Peak:
     memory_gb_s: float | None
     source: str
     notes: str = ""
+    interconnect_gb_s: float | None = None  # device-to-device link within a node (NVLink), both directions together
 
 
 @frozen
@@ -391,6 +392,8 @@ class Environment:
     perf_min_fraction: float | None = None  # a conformance figure below this fraction of the SKU's peak warns
     owners: tuple[str, ...] = ()  # who answers for this environment where it is not its family's owners
     ci_unschedulable: str | None = None  # why CI cannot run it (a default env without one that cannot run: error)
+    transports: tuple[str, ...] = ()  # Ray Direct Transport transports the environment supports (GLOO, NCCL)
+    no_transports: str | None = None  # why it declares none
 
 
 @frozen

@@ -20,6 +20,7 @@ from accelenv.matrix import (
     reference_rules,
     requirement_rules,
     runtime_rules,
+    transports,
 )
 from accelenv.matrix.rulebook import RULES, Finding
 
@@ -37,6 +38,7 @@ FAMILIES = (
     runtime_rules,
     framework_rules,
     ray_rules,
+    transports,
 )
 """The rule families in the order `validate` runs them, which is the order of the findings it reports at one key
 path; within a family, its rules run in the order its module defines them. Explicit, so that which module

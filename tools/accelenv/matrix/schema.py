@@ -244,6 +244,15 @@ def _env() -> Json:
             "ci_tier": choice(
                 "Which CI runs it: every pull request, nightly, or only before a release.", [str(t) for t in CiTier]
             ),
+            "transports": array(
+                "Ray Direct Transport transports the environment supports (tests/devices/test_conformance_rdt.py).",
+                {"type": "string", "enum": ["CUDA_IPC", "GLOO", "NCCL", "NIXL"]},
+            ),
+            "no_transports": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Why the environment declares no Ray Direct Transport transport (docs/transports.md).",
+            },
             "perf_min_fraction": {
                 "type": "number",
                 "exclusiveMinimum": 0,

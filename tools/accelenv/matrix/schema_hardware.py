@@ -271,6 +271,11 @@ def _peak() -> Json:
             "precision": choice("The matmul's dtype.", ["bf16", "fp16", "fp32"]),
             "matmul_tflops": {**figure, "description": "Dense matrix throughput, TFLOP/s, per device."},
             "memory_gb_s": {**figure, "description": "Device memory bandwidth, GB/s (10^9 bytes), per device."},
+            "interconnect_gb_s": {
+                **figure,
+                "description": "Device-to-device interconnect within a node (NVLink), GB/s per device, both "
+                "directions together as datasheets give it (RDT transfer figures are judged against half).",
+            },
             "source": text("The [sources] id of the datasheet.", ID, "a source id"),
             "notes": line("How the figure was read (halved from a sparse one)."),
         },

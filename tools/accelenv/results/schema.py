@@ -21,6 +21,7 @@ RECORD_ID = ENV_ID.removesuffix("$") + r"-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$"  # th
 SHA256 = r"^[0-9a-f]{64}$"
 TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 LINE = r"^[^\x00-\x1f\x7f]*$"
+TRANSFER = r"^transfer\.[a-z0-9_]{1,30}\.(node|cluster)\.[0-9]{1,7}mib$"  # accelenv.results.transports
 MAX_LINE = 2000
 OUTCOMES = ("passed", "failed", "not_proven", "incomplete", "inconclusive")
 TEST_OUTCOMES = ("passed", "failed", "skipped", "error", "incomplete")
@@ -77,7 +78,10 @@ def result_schema() -> Json:
         {
             "name": {
                 "type": "string",
-                "enum": ["matmul", "memory_bandwidth", "allreduce_busbw"],
+                "anyOf": [
+                    {"enum": ["matmul", "memory_bandwidth", "allreduce_busbw"]},
+                    {"pattern": TRANSFER, "description": "transfer.<transport>.<node|cluster>.<size>mib (RDT)"},
+                ],
                 "description": "What was measured.",
             },
             "value": _number("The median."),
