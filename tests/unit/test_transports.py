@@ -139,6 +139,27 @@ def test_a_known_defect_is_one_line_and_reads_back() -> None:
         defect_message("see the chat", "x")
 
 
+def test_a_failure_that_names_its_defect_gives_the_record_its_defect() -> None:
+    """The plugin turns the failure line into the record's `defect` (issue link for a filed one), so `results` and
+    the page show it as any marked test's; a failure that names none has none."""
+    from accelenv.results.plugin import _named_defect
+
+    filed = (
+        f"tests/devices/test_conformance_rdt.py:40: in test\nFailed: {defect_message('ray-project/ray#66264', 'hang')}"
+    )
+    assert _named_defect(filed) == {
+        "url": "https://github.com/ray-project/ray/issues/66264",
+        "description": "ray-project/ray#66264: hang",
+    }
+    unfiled = defect_message("ray-project/ray (not filed)", "stale default process group")
+    assert _named_defect("E " + unfiled) == {
+        "url": None,
+        "description": "ray-project/ray (not filed): stale default process group",
+    }
+    assert _named_defect("AssertionError: known upstream defect in words only") is None
+    assert _named_defect("") is None
+
+
 def _figure(name: str, value: float) -> Figure:
     return Figure(
         name=name,
@@ -167,6 +188,9 @@ def _record(rid: str, finished: int, tests: list[dict[str, Any]], perf: tuple[Fi
         nodes=2,
         verdict="pass",
         outcome="failed",
+        runner=None,
+        note=None,
+        tests=(),
         started=finished - 60,
         finished=finished,
         run_url=None,

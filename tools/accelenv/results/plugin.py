@@ -233,8 +233,27 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         entry["reason"] = _line(str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "failed")
         if report.nodeid in run.defects:
             entry["defect"] = run.defects[report.nodeid]
+        elif (named := _named_defect(str(report.longrepr) if report.longrepr else "")) is not None:
+            entry["defect"] = named
     elif report.when == "call" and entry["outcome"] == "incomplete":
         entry["outcome"] = "passed"
+
+
+def _named_defect(failure: str) -> dict[str, str | None] | None:
+    """The defect a failure names in its own words (`known upstream defect: ray-project/ray#66264: ...`, the line
+    results.transports.defect_message writes), as the record's `defect`: a test that knows its cause only when it
+    fails (the RDT suite) names it there, and the record carries it as a marked test's would."""
+    from accelenv.results.transports import KNOWN_DEFECT, defect_of
+
+    for raw in failure.splitlines():
+        line = raw.strip().removeprefix("E ").strip().removeprefix("Failed: ")
+        found = defect_of(line) if line.startswith(KNOWN_DEFECT) else None
+        if found is not None:
+            reference, description = found
+            repo, hash_, number = reference.partition("#")
+            url = f"https://github.com/{repo}/issues/{number}" if hash_ and "/" in repo else None
+            return _defect(url, f"{reference}: {description}")
+    return None
 
 
 def _line(text: str) -> str:
