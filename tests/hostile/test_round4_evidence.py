@@ -40,6 +40,10 @@ def test_skips_with_a_password():
 def test_a_very_long_id(name):
     print("HF_TOKEN={TOKEN}")
     assert name
+
+@pytest.mark.parametrize("url", ["https://{TOKEN}@git.example/repo"])
+def test_a_token_in_its_id(url):
+    assert url
 '''
 
 

@@ -278,8 +278,14 @@ def _test_id(nodeid: str) -> str:
 
 
 def _redact_report(report: pytest.TestReport) -> None:
-    """Secrets out of what pytest writes about a test (its failure or skip text, its captured output): a token in
-    an assertion message or a skip reason must reach neither the record nor the JUnit XML."""
+    """Secrets out of what pytest writes about a test (its id, its failure or skip text, its captured output): a
+    token in a parametrized id, an assertion message or a skip reason must reach neither the record nor the JUnit
+    XML (which names a test by its nodeid) nor the terminal (which shows its location's name)."""
+    clean_id = redact_text(report.nodeid)
+    if clean_id != report.nodeid:
+        report.nodeid = clean_id
+        path, line, name = report.location
+        report.location = (path, line, redact_text(name))
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         report.longrepr = (longrepr[0], longrepr[1], redact_text(str(longrepr[2])))
