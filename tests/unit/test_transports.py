@@ -262,3 +262,32 @@ def test_every_shipped_environment_declares_transports_or_says_why_not() -> None
 
     matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
     assert [e.id for e in matrix.envs.values() if not e.transports and not e.no_transports] == []
+
+
+def test_the_page_shows_each_recipe_with_its_declared_stack_figures_and_named_defects() -> None:
+    """The Transports section is the recipe as data: what the environment declares and needs, what the newest RDT
+    record reached beside the object store, and each failure with its defect linked; a record's text is escaped."""
+    from pathlib import Path
+
+    from accelenv.matrix import load_matrix
+    from accelenv.plan.recipes import html_section
+
+    matrix = load_matrix(Path(__file__).resolve().parents[2] / "matrix.toml")
+    rdt = "tests/devices/test_conformance_rdt.py::"
+    tests: list[dict[str, Any]] = [
+        {"id": rdt + "test_rdt_tensors_arrive_bit_identical[node]", "outcome": "passed", "reason": None},
+        {
+            "id": rdt + "test_rdt_receiver_not_enabled_is_named_within_a_bound",
+            "outcome": "failed",
+            "reason": defect_message("ray-project/ray#66264", "<script>hang</script>"),
+        },
+    ]
+    perf = (_figure("transfer.gloo.cluster.64mib", 2.0), _figure("transfer.object_store.cluster.64mib", 0.5))
+    page = "\n".join(html_section(matrix, [_record("cpu-py311-20261202T000000Z-00000000", 2000, tests, perf)]))
+    assert "<code>cpu-py311</code> on" in page
+    assert "transports declared: GLOO" in page
+    assert "RDT tests passed: 1, failed: 1" in page
+    assert "<td>GLOO</td><td>cluster</td><td>64 MiB</td><td>2 GB/s</td><td>4.0x</td>" in page
+    assert 'href="https://github.com/ray-project/ray/issues/66264"' in page
+    assert "<script>" not in page
+    assert html_section(matrix, [_record("cpu-py311-20261203T000000Z-00000000", 3000, tests[:0], ())]) == []

@@ -92,7 +92,10 @@ def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> tuple[str,
     tiers = {t.family: t.tier for t in maturity(matrix, records, locks=locks, regressed=regressed, now=now)}
     if form == "md":
         return markdown_section(matrix, records, refused, locks=locks, regressed=regressed, now=now), tiers
-    return "\n".join(html_section(matrix, records, refused, locks=locks, regressed=regressed, now=now)), tiers
+    from accelenv.plan.recipes import html_section as transports_section
+
+    section = html_section(matrix, records, refused, locks=locks, regressed=regressed, now=now)
+    return "\n".join(section + transports_section(matrix, records)), tiers
 
 
 def _clusters(args: argparse.Namespace, matrix: Matrix) -> list[str]:
