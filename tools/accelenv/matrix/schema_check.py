@@ -53,6 +53,17 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+KEY_LIST_MAX = 12  # keys named in an unknown-key message: one line a terminal shows whole
+
+
+def _key_list(known: list[str]) -> str:
+    """The known keys, at most KEY_LIST_MAX of them named, and where the rest are (the schema describes each)."""
+    if len(known) <= KEY_LIST_MAX:
+        return ", ".join(known)
+    rest = len(known) - KEY_LIST_MAX
+    return f"{', '.join(known[:KEY_LIST_MAX])} and {rest} more (the schema describes each: accelenv schema)"
+
+
 def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], str]:
     """A key path and a message in words for one schema error."""
     path = tuple(error.absolute_path)
@@ -64,7 +75,7 @@ def _explain(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], 
             messages = []
             for key in unknown:
                 close = suggest(key, known)
-                hint = f"; did you mean '{close}'?" if close else f"; known keys: {', '.join(known)}"
+                hint = f"; did you mean '{close}'?" if close else f"; known keys: {_key_list(known)}"
                 messages.append(f"unknown key '{key}'{hint}")
             if len(unknown) == 1:
                 return (*path, unknown[0]), messages[0]
