@@ -94,9 +94,14 @@ def end_adopted(since: int) -> list[int]:
 def _stat(pid: int) -> list[str] | None:
     """The fields of /proc/<pid>/stat after the command name (state first: [0] state, [1] ppid, [19] starttime)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:  # noqa: PTH123 - a /proc file, read once
-            text = stat.read().decode("ascii", "replace")
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        text = os.read(fd, 4096).decode("ascii", "replace")  # one bounded read: the line is a few hundred bytes
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     fields = text[text.rfind(")") + 2 :].split()
     return fields if len(fields) > 19 else None
