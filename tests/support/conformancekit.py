@@ -408,18 +408,27 @@ def device_holders(patterns: tuple[str, ...], exclude: int) -> list[str]:
     return holders
 
 
-def restarted(member: Any, old_pid: int, timeout: float = 120.0) -> int:
-    """The restarted actor's pid; fails when Ray does not bring it back in time."""
+def restarted_pid(member: Any, old_pid: int, timeout: float, ask: float = 30.0) -> int | None:
+    """The restarted actor's pid (its `pid` method answers another than `old_pid`), or None when Ray does not bring
+    it back within `timeout` seconds; each question waits at most `ask`."""
     import ray
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            pid = int(ray.get(member.pid.remote(), timeout=30))
+            pid = int(ray.get(member.pid.remote(), timeout=ask))
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
             time.sleep(0.5)
             continue
         if pid != old_pid:
             return pid
         time.sleep(0.2)
-    pytest.fail(f"Ray did not restart the member of pid {old_pid} within {timeout:g}s")
+    return None
+
+
+def restarted(member: Any, old_pid: int, timeout: float = 120.0) -> int:
+    """The restarted actor's pid; fails when Ray does not bring it back in time."""
+    pid = restarted_pid(member, old_pid, timeout)
+    if pid is None:
+        pytest.fail(f"Ray did not restart the member of pid {old_pid} within {timeout:g}s")
+    return pid

@@ -284,19 +284,9 @@ def destroy(group: Any) -> None:
 
 def restarted(actor: Any, old_pid: int, timeout: float = BOUND * 3) -> int | None:
     """The restarted actor's pid, or None when Ray did not bring it back in time."""
-    import ray
+    from conformancekit import restarted_pid
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            pid = int(ray.get(actor.pid.remote(), timeout=10))
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            time.sleep(0.5)
-            continue
-        if pid != old_pid:
-            return pid
-        time.sleep(0.2)
-    return None
+    return restarted_pid(actor, old_pid, timeout, ask=10)
 
 
 @contextlib.contextmanager
