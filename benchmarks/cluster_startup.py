@@ -98,11 +98,11 @@ def trial(variant: str, tests: int) -> dict[str, Any]:
                 _work(ray)
                 ray.shutdown()
                 record["starts"][-1]["cpu_s"] = round(cpu_seconds(descendants(os.getpid())), 1)
-                local = _end(local, record)
+                _end(local, record)
+                local = None
         if variant == "shared":
             record["starts"][-1]["cpu_s"] = round(cpu_seconds(descendants(os.getpid())), 1)
-            local = conformancekit.SHARED[0] if conformancekit.SHARED else None
-            _end(local, record)
+            _end(conformancekit.SHARED.pop(), record)
     except BaseException as error:  # pytest.fail raises an exception outside Exception
         if isinstance(error, KeyboardInterrupt):
             raise
@@ -111,7 +111,9 @@ def trial(variant: str, tests: int) -> dict[str, Any]:
         if local is not None:
             local.stop() if hasattr(local, "stop") else local.shutdown()
         conformancekit.stop_shared_cluster()
-    record["seconds"] = round(time.monotonic() - begin, 1)
+    # the wait for the ended processes to go is reported apart, not as Ray time
+    waited = sum(s.get("lingering_s", 0) for s in record["starts"])
+    record["seconds"] = round(time.monotonic() - begin - waited, 1)
     return record
 
 
@@ -152,7 +154,7 @@ def _per_test_cluster(ray: Any) -> tuple[Any, dict[str, float]]:
             lambda: ray.init(address=local.address, _node_ip_address="127.0.0.1", log_to_driver=False),
         )
     except BaseException:
-        local.shutdown()
+        local.shutdown()  # type: ignore[no-untyped-call]
         raise
     return local, timings
 
@@ -171,6 +173,7 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=3, help="conformance tests per run (the suite has 3)")
     parser.add_argument("--burn", type=int, default=0, help="busy processes of its own to add load")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one run may take")
+    parser.add_argument("--json", type=Path, help="write every run's figures here")
     parser.add_argument("--trial", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.trial:
@@ -192,6 +195,8 @@ def main() -> None:
         for burner in burners:
             burner.kill()
             burner.wait()
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     _report(results, args)
 
 
@@ -234,6 +239,12 @@ def _report(results: dict[str, list[dict[str, Any]]], args: argparse.Namespace) 
         for t in trials:
             if t["error"]:
                 print(f"  {variant} failure: {t['error']}")
+        names = dict.fromkeys(name for s in starts for name in s["stages"])
+        stages = {n: [s["stages"][n] for s in starts if n in s["stages"]] for n in names}
+        print(
+            f"  {variant} per start (median / max s): "
+            + "; ".join(f"{n} {_median(v)} / {max(v):.1f}" for n, v in stages.items())
+        )
         lingering = [s["lingering_s"] for s in starts if "lingering_s" in s]
         if lingering:
             print(f"  {variant}: ended cluster's processes gone {_median(lingering)} s (median) after shutdown")
