@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import devicekit
@@ -50,6 +51,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             TALLY["no_device"] += 1
         elif not reason.startswith(OTHER_FAMILY):
             TALLY["skipped"] += 1
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """End the conformance suite's CPU cluster (one per run, see conformancekit) once no later test uses it, so
+    a test that starts Ray by itself never starts it beside an idle cluster."""
+    kit = sys.modules.get("conformancekit")
+    if kit is not None and not hasattr(getattr(nextitem, "module", None), "ray_cluster"):
+        kit.stop_shared_cluster()
 
 
 def not_a_hardware_pass(env_id: str, tally: dict[str, int]) -> str | None:

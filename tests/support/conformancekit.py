@@ -18,7 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,37 +101,148 @@ class Cluster:
     address: str | None
     nodes: int
     members: int  # devices (CPU family: actors) the suite spreads over
+    startup: dict[str, float] = field(default_factory=dict)  # seconds per start-up stage, this test's part only
+
+
+# The CPU family's cluster: two nodes of one CPU each on loopback, with only the processes the suite uses. On a
+# small host under load each process Ray starts competes with the GCS for the CPU while Ray's clients wait a bounded
+# time for it (30 s for the GCS to answer, 30 s for a raylet to register), so the suite starts no autoscaler monitor
+# and no log monitor (it reads no worker logs: log_to_driver=False), exports no metrics and sends no usage stats,
+# and maps a small object store. It starts the cluster once per pytest process and gives each test a job of its
+# own (a driver that connects and disconnects, so a test's actors end with it); benchmarks/cluster_startup.py
+# measures both against the cluster per test this replaces.
+NODE_ARGS: dict[str, Any] = {
+    "num_cpus": 1,
+    "node_ip_address": "127.0.0.1",
+    "include_log_monitor": False,
+    "object_store_memory": 128 * 2**20,
+}
+HEAD_ARGS: dict[str, Any] = {"include_dashboard": False, "no_monitor": True}
+QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_enable_metrics_collection": "0"}
+NODES_TIMEOUT_S = 60.0
+
+
+@dataclass
+class LocalCluster:
+    """The CPU cluster this process started, by its handle, with the folders it lives in."""
+
+    handle: Any  # ray.cluster_utils.Cluster
+    home: str
+    temp: str
+    startup: dict[str, float]
+
+    def environ(self) -> dict[str, str]:
+        return {**LOOPBACK_ENV, **QUIET_ENV, "HOME": self.home, "RAY_TMPDIR": self.temp}
+
+    def alive(self) -> bool:
+        nodes = self.handle.list_all_nodes()
+        return len(nodes) == 2 and all(n.remaining_processes_alive() for n in nodes)
+
+    def stop(self) -> None:
+        self.handle.shutdown()
+        for folder in (self.home, self.temp):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+SHARED: list[LocalCluster] = []  # the CPU cluster of this pytest process, started by the first test that needs it
+
+
+def stage(name: str, timings: dict[str, float], action: Callable[[], Any]) -> Any:
+    """`action()`, timed into `timings[name]`; a failure names the stage, how long it and those before it took,
+    and the host's load, never only Ray's own words."""
+    start = time.monotonic()
+    try:
+        return action()
+    except Exception as error:
+        done = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()) or "none"
+        load = os.getloadavg()[0]
+        pytest.fail(
+            f"the CPU conformance cluster did not start: {name} failed after {time.monotonic() - start:.1f} s "
+            f"({type(error).__name__}: {str(error).strip()[:300]}); stages before it: {done}; load average "
+            f"{load:.1f} on {os.cpu_count()} CPU(s). Ray waits 30 s for the GCS and 30 s for each raylet; run "
+            "benchmarks/cluster_startup.py to see how long start-up takes on this host",
+            pytrace=False,
+        )
+    finally:
+        timings[name] = round(time.monotonic() - start, 2)
+
+
+def start_cpu_cluster() -> LocalCluster:
+    """Two loopback nodes in folders of their own, started stage by stage; what started is ended if a stage fails."""
+    from ray.cluster_utils import Cluster as RayCluster
+
+    home = tempfile.mkdtemp(prefix="accelenv-ray-home-")
+    temp = tempfile.mkdtemp(prefix="ar-", dir="/tmp")  # short: Ray's unix socket paths must fit in 107 bytes
+    # the address file Ray's Cluster writes to $RAY_TMPDIR/ray (else /tmp/ray, shared with other clusters)
+    Path(temp, "ray").mkdir()
+    local = LocalCluster(RayCluster(), home, temp, {})
+    saved = {k: os.environ.get(k) for k in local.environ()}
+    os.environ.update(local.environ())
+    node = {**NODE_ARGS, "temp_dir": temp}
+    try:
+        stage("head node (GCS, raylet)", local.startup, lambda: local.handle.add_node(**HEAD_ARGS, **node))
+        stage("second node (raylet)", local.startup, lambda: local.handle.add_node(**node))
+        stage("nodes registered", local.startup, lambda: local.handle.wait_for_nodes(timeout=NODES_TIMEOUT_S))
+    except BaseException:
+        local.stop()
+        raise
+    finally:
+        restore(saved)
+    return local
+
+
+def shared_cpu_cluster() -> tuple[LocalCluster, bool]:
+    """This process's CPU cluster and whether this call started it (a cluster whose processes died is replaced)."""
+    if SHARED and SHARED[0].alive():
+        return SHARED[0], False
+    if SHARED:
+        SHARED.pop().stop()
+    SHARED.append(start_cpu_cluster())
+    return SHARED[0], True
+
+
+def stop_shared_cluster() -> None:
+    """End this process's CPU cluster, by its handle (conftest calls it once no later test uses it)."""
+    while SHARED:
+        SHARED.pop().stop()
+
+
+def restore(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @contextlib.contextmanager
 def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
-    """A Ray cluster for the suite, connected; shut down (what it started, only) afterwards."""
+    """A Ray cluster for the suite, connected, as a job of this test's own; disconnected afterwards (the CPU
+    family's cluster stays for the next test and ends with the run)."""
     ray: Any = importlib.import_module("ray")  # need_torch, which every test calls first, fails when it is missing
     from ray._private import ray_constants
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not find tests/support
     address = os.environ.get("RAY_ADDRESS")
-    saved = {k: os.environ.get(k) for k in (*LOOPBACK_ENV, "HOME", "RAY_TMPDIR")}
-    local = None
-    home = tempfile.mkdtemp(prefix="accelenv-ray-home-")
-    temp = tempfile.mkdtemp(prefix="ar-", dir="/tmp")  # short: Ray's unix socket paths must fit in 107 bytes
+    saved: dict[str, str | None] = {}
+    timings: dict[str, float] = {}
     try:
         if address:
             ray.init(address=address, log_to_driver=False)
         elif family == "cpu":
             if ray_constants.ENABLE_RAY_CLUSTER:
                 pytest.fail("ray was imported before the conformance kit set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0")
-            # A temp dir of its own, for the nodes and for the address file Ray's Cluster writes to $RAY_TMPDIR/ray
-            # (else /tmp/ray, shared with other clusters, and absent on a machine where Ray never ran)
-            Path(temp, "ray").mkdir()
-            os.environ.update({**LOOPBACK_ENV, "HOME": home, "RAY_TMPDIR": temp})
-            from ray.cluster_utils import Cluster as RayCluster
-
-            node: dict[str, Any] = {"node_ip_address": "127.0.0.1", "temp_dir": temp}
-            local = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, **node})
-            local.add_node(num_cpus=1, **node)
-            local.wait_for_nodes()
-            ray.init(address=local.address, _node_ip_address="127.0.0.1", log_to_driver=False)
+            local, started = shared_cpu_cluster()
+            if started:
+                timings.update(local.startup)
+            address = local.handle.address
+            saved = {k: os.environ.get(k) for k in local.environ()}
+            os.environ.update(local.environ())
+            stage(
+                "driver connect",
+                timings,
+                lambda: ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False),
+            )
         else:
             ray.init(address="local", include_dashboard=False, log_to_driver=False)
         alive = [n for n in ray.nodes() if n["Alive"]]
@@ -140,18 +251,10 @@ def ray_cluster(family: str, device_count: int) -> Iterator[Cluster]:
             members = min(members, 4)
         else:
             members = device_count
-        yield Cluster(address=address or (local.address if local else None), nodes=len(alive), members=members)
+        yield Cluster(address=address, nodes=len(alive), members=members, startup=timings)
     finally:
         ray.shutdown()
-        if local is not None:
-            local.shutdown()  # type: ignore[no-untyped-call]
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        for folder in (home, temp):
-            shutil.rmtree(folder, ignore_errors=True)
+        restore(saved)
 
 
 def member_options(family: str, resource: str | None = None) -> dict[str, Any]:
