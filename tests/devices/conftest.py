@@ -53,6 +53,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             TALLY["skipped"] += 1
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown, which ends the test's fixtures (a module's driver)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """End the conformance suite's CPU cluster (one per run, see conformancekit) once no later test uses it, so
     a test that starts Ray by itself never starts it beside an idle cluster."""

@@ -115,7 +115,7 @@ NODE_ARGS: dict[str, Any] = {
     "num_cpus": 1,
     "node_ip_address": "127.0.0.1",
     "include_log_monitor": False,
-    "object_store_memory": 128 * 2**20,
+    "object_store_memory": 512 * 2**20,  # the RDT suite moves a 256 MiB tensor through it, beside its transport
 }
 HEAD_ARGS: dict[str, Any] = {"include_dashboard": False, "no_monitor": True}
 QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_enable_metrics_collection": "0"}
@@ -139,6 +139,9 @@ class LocalCluster:
         return len(nodes) == 2 and all(n.remaining_processes_alive() for n in nodes)
 
     def stop(self) -> None:
+        ray = sys.modules.get("ray")
+        if ray is not None and getattr(ray, "is_initialized", lambda: False)():
+            ray.shutdown()  # a driver still connected (a module's fixture) would make Cluster.shutdown refuse
         self.handle.shutdown()
         for folder in (self.home, self.temp):
             shutil.rmtree(folder, ignore_errors=True)
