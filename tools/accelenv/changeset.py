@@ -46,7 +46,10 @@ class Pending:
 
 def targets(matrix_name: str) -> Callable[[str], bool]:
     """Whether a repository-relative path is one a change may write: the matrix file `matrix_name` at the top, or
-    a generated file or lock in an environment's folder (`envs/<id>/env.json`, `images/<id>/Dockerfile`)."""
+    a generated file or lock in an environment's folder (`envs/<id>/env.json`, `images/<id>/Dockerfile`,
+    `envs/<id>/k8s/deviceclass.yaml`)."""
+    from accelenv.k8s.objects import FILES as K8S_FILES
+    from accelenv.k8s.objects import FOLDER as K8S_FOLDER
     from accelenv.matrix.schema_values import ID
     from accelenv.plan.lock import LOCK_NAME, OS_LOCK_NAME
     from accelenv.plan.render import GENERATED_NAMES
@@ -60,6 +63,8 @@ def targets(matrix_name: str) -> Callable[[str], bool]:
         if rel == matrix_name:
             return "/" not in rel and rel.endswith(".toml")
         parts = rel.split("/")
+        if len(parts) == 4 and parts[0] == "envs" and parts[2] == K8S_FOLDER:
+            return parts[3] in K8S_FILES and re.fullmatch(ID, parts[1]) is not None
         return len(parts) == 3 and parts[2] in names.get(parts[0], ()) and re.fullmatch(ID, parts[1]) is not None
 
     return allowed
