@@ -41,7 +41,30 @@ OTHER = {
     "nox -s lint tests": (".ci/run", "nox -s lint tests"),
     "debootstrap --arch arm64": (".ci/run", "debootstrap --arch arm64"),
     "tar -C rootfs -cf rootfs.tar .": (".ci/run", "-m accelenv.build.platforms"),
+    # the same suite `nox -s conformance-cpu` runs (cpusuite.run_suite over the conformance files, torch and JAX)
+    "nox -s conformance-cpu": ("tests/integration/test_conformance_cpu.py", "run_suite"),
 }
+
+
+# console blocks that one test runs whole, by its tag (```console TAG): that test reads the block from the document
+BLOCKS = {
+    "worked-example": "tests/integration/test_vendor_example.py",
+    "family-plugin": "tests/integration/test_family_plugin_guide.py",
+    "node": "tests/integration/test_docs_commands.py",  # test_the_node_install_recipe_runs, below
+}
+
+
+def block_tags(path: Path) -> dict[int, str]:
+    """line -> the tag of the console block it is in, for the lines of tagged blocks."""
+    tags: dict[int, str] = {}
+    tag = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            words = line.strip().split()
+            tag = words[1] if line.startswith("```console") and len(words) == 2 else None
+        elif tag is not None:
+            tags[number] = tag
+    return tags
 
 
 def commands(path: Path) -> list[tuple[int, str]]:
@@ -87,6 +110,11 @@ EXAMPLES = [(path, line, command) for path in DOCS for line, command in commands
 def test_every_command_shown_is_run_here_or_by_the_test_named_for_it() -> None:
     assert len(EXAMPLES) > 60
     for path, line, command in EXAMPLES:
+        tag = block_tags(path).get(line)
+        if tag is not None:  # a block one test runs whole: that test reads the block by its fence
+            assert tag in BLOCKS, f"{path.name}:{line}: ```console {tag}: no test runs this block (BLOCKS)"
+            assert f"console {tag}" in (REPO / BLOCKS[tag]).read_text(encoding="utf-8"), (path.name, line)
+            continue
         if sketch(command):
             continue
         name = name_of(command)
@@ -120,8 +148,9 @@ def test_the_commands_of_the_docs_run_as_written(tmp_path: Path) -> None:
     home.mkdir()
     failures, ran = [], 0
     for doc in DOCS:
+        tags = block_tags(doc)
         for line, command in commands(doc):
-            name = "" if sketch(command) else name_of(command)
+            name = "" if sketch(command) or line in tags else name_of(command)
             if name in ("", *ELSEWHERE, "cluster.local", "other"):
                 continue
             shell = command
@@ -142,6 +171,42 @@ def test_the_commands_of_the_docs_run_as_written(tmp_path: Path) -> None:
                 failures.append(f"{doc.name}:{line}: `{command}` exited {result.returncode}:\n{said}")
     assert not failures, "\n\n".join(failures)
     assert ran > 40
+
+
+def test_the_node_install_recipe_runs(tmp_path: Path) -> None:
+    """docs/contributing-hardware.md's `console node` blocks, as a node's owner runs them, with /opt/accelenv and
+    the Buildkite hooks folder under this test's folder, `sudo` dropped (the test runs as the user it has), and the
+    release's source a copy of this repository (the clone line has placeholders). The install must give a working
+    `accelenv`: its check, labels and both hooks run (the check may fail here, a host without the GPU: 1, never a
+    traceback), and the hooks are written."""
+    guide = REPO / "docs" / "contributing-hardware.md"
+    opt = tmp_path / "opt" / "accelenv"
+    hooks = tmp_path / "etc" / "buildkite-agent" / "hooks"
+    hooks.mkdir(parents=True)
+    tags = block_tags(guide)
+    lines = [c for n, c in commands(guide) if tags.get(n) == "node" and not sketch(c)]
+    assert any("pip install ./src" in c for c in lines), lines
+    environ = _environ(tmp_path)
+    for command in lines:
+        shell = command.replace("/opt/accelenv", str(opt)).replace("/etc/buildkite-agent/hooks", str(hooks))
+        shell = shell.removeprefix("sudo ")
+        if "pip install ./src" in shell:
+            copy_repository(REPO, opt / "src")
+        result = subprocess.run(
+            ["bash", "-c", shell],
+            cwd=opt if opt.is_dir() else tmp_path,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        said = f"`{command}` exited {result.returncode}: {result.stdout[-2000:]}{result.stderr[-2000:]}"
+        assert result.returncode in (0, 1), said
+        assert "Traceback" not in result.stderr, said
+        assert result.returncode == 0 or " check " in command, said  # only the host's verdict may be a no
+    assert (opt / "job-started.sh").is_file()
+    assert (hooks / "pre-command").is_file()
 
 
 CLUSTER = [(p, line, c) for p, line, c in EXAMPLES if not sketch(c) and name_of(c) == "cluster.local"]

@@ -58,8 +58,9 @@ def argv_of(command: str) -> list[str] | None:
     if "$(" in command or "<" in command or "..." in command:
         return None
     words = shlex.split(command.split(" && ", maxsplit=1)[0], comments=True)
-    if "|" in words:  # `accelenv k8s ENV | kubectl apply -f -`: accelenv's part
-        words = words[: words.index("|")]
+    for shell in ("|", ">"):  # `accelenv k8s ENV | kubectl apply -f -`, `accelenv ci ... > plan.json`: accelenv's part
+        if shell in words:
+            words = words[: words.index(shell)]
     return words[1:]
 
 
