@@ -123,11 +123,10 @@ def test_the_family_plugin_example_ends_green(tmp_path: Path) -> None:
     labels = of("accelenv labels")
     assert '"accelenv.io/family": "ascend"' in labels
     assert '"accelenv.io/sku": "ascend-910b3"' in labels
-    jobs = json.loads(of("accelenv ci").split("\naccelenv ci: ")[0])["include"]
+    jobs = json.loads(of("accelenv ci").split("\naccelenv ci: ")[0])["sessions"]["include"]
     ascend = [j for j in jobs if j["family"] == "ascend"]
-    assert [(j["env"], j["platform"], j["runs-on"]) for j in ascend] == [
-        ("npu-ascend-cann85", "linux/arm64", ["self-hosted", "linux", "ascend-npu", "arm64"])
-    ]
+    runs_on = ["self-hosted", "linux", "ascend-npu", "arm64", "accelenv-env-npu-ascend-cann85"]  # a passing node only
+    assert [(j["env"], j["platform"], j["runs-on"]) for j in ascend] == [("npu-ascend-cann85", "linux/arm64", runs_on)]
     assert "npu-ascend -> Huawei Ascend NPU" in of("nox -l")
     shown = of("accelenv show npu-ascend-cann85")
     assert "family      Huawei Ascend NPU (ascend, experimental)" in shown
