@@ -29,7 +29,7 @@ from accelenv.matrix.schema_values import ENV_LABEL  # one limit for an id: the 
 from accelenv.records import field, frozen
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from accelenv.check.verdict import Finding
     from accelenv.host.fabric import NvlinkDomain
@@ -177,15 +177,16 @@ def labelled(raw: Mapping[str, str]) -> LabelSet:
     return LabelSet(labels=dict(sorted(labels.items())), encoded=encoded)
 
 
-def render(labels: LabelSet, fmt: str, *, header: str) -> str:
+def render(labels: LabelSet, fmt: str, *, header: str | Sequence[str]) -> str:
     """The label set as `fmt`: json (with the encoded originals), ray (the YAML mapping `ray start --labels-file`
     reads, every value double-quoted), ray-env (the RAY_OVERRIDE_LABELS JSON), nfd (a node-feature-discovery local
-    feature file: `key=value` lines)."""
+    feature file: `key=value` lines). `header` is the comment's text, one comment line per item: a line break
+    inside an item (a file name's) is shown as an escape, never a line of its own."""
     for key, value in labels.labels.items():  # the last guard: nothing leaves that Ray or Kubernetes would refuse
         problem = key_problem(key) or value_problem(value)
         if problem:
             raise UsageError(f"cannot write node labels: {problem}")
-    comment = f"# {_comment_text(header)}\n"
+    comment = "".join(f"# {_comment_text(line)}\n" for line in ([header] if isinstance(header, str) else header))
     if fmt == "json":
         return json.dumps(labels.as_json(), indent=2, sort_keys=True) + "\n"
     if fmt == "ray":
