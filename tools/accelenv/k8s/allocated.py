@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from accelenv.check.verdict import Finding, Status
 from accelenv.host.discover import match_sku
-from accelenv.k8s.dra import driver_for, published_version
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
@@ -150,6 +149,8 @@ def allocated_findings(matrix: Matrix, env: Environment, report: HostReport, all
     environment needs, on the driver this node runs."""
     if not allocation.files:
         return []
+    from accelenv.k8s.dra import driver_for, published_version  # only in a pod: `check` elsewhere never loads it
+
     driver = driver_for(env.family)
     expected = f"devices of {', '.join(env.skus)}" + (f" from {driver.name}" if driver else "")
     if allocation.problems:
@@ -222,6 +223,8 @@ def _fail(expected: str, found: str, message: str) -> Finding:
 
 
 def _sku(matrix: Matrix, env: Environment, device: AllocatedDevice) -> str | None:
+    from accelenv.k8s.dra import driver_for
+
     driver = driver_for(env.family)
     if driver is None:
         return None
