@@ -14,6 +14,7 @@ import tempfile
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+from nestedpytest import _inner_pytest_temp  # noqa: F401 - an autouse fixture, found by its name here
 from reference import REFERENCE_MATRIX
 
 if TYPE_CHECKING:

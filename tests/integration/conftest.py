@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 import rayloop
 from localmatrix import BASE_IMAGE, unavailable
+from nestedpytest import _inner_pytest_temp  # noqa: F401 - an autouse fixture, found by its name here
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
