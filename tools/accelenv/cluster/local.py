@@ -83,9 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"local Ray cluster: {args.nodes} node(s) at {cluster.address} (127.0.0.1 only)\n")
         sys.stdout.flush()
         if not command:
-            sys.stdout.write(f"RAY_ADDRESS={cluster.address}; Ctrl-C ends it\n")
-            sys.stdout.flush()
-            try:
+            try:  # from the line that says Ctrl-C ends it: a Ctrl-C the moment it is read ends it as well
+                sys.stdout.write(f"RAY_ADDRESS={cluster.address}; Ctrl-C ends it\n")
+                sys.stdout.flush()
                 while True:
                     time.sleep(3600)
             except KeyboardInterrupt:
