@@ -66,7 +66,15 @@ def tests(session: nox.Session) -> None:
     # 600 s per test (the slowest, an emulated arm64 image build, takes about 4 minutes on 2 cores): a hung test
     # fails with its stack and the run goes on. Given here, not in pyproject.toml: the device tests run with that
     # file's pytest settings in environments that have no pytest-timeout.
-    session.run("pytest", "--timeout=600", "--timeout-method=signal", *session.posargs)
+    # pytest's temporary folders under a root of this run's own: a shared /tmp/pytest-of-<user>, cleaned by earlier
+    # or concurrent runs, leaves pytest's walk of it (_pytest.pathlib.find_prefixed) holding a directory listing
+    # open when a folder vanishes under it, a ResourceWarning that warnings-as-errors turns into a failed run
+    import tempfile
+
+    temproot = tempfile.mkdtemp(prefix="accelenv-pytest-")
+    session.run(
+        "pytest", "--timeout=600", "--timeout-method=signal", *session.posargs, env={"PYTEST_DEBUG_TEMPROOT": temproot}
+    )
 
 
 @nox.session(python=PYTHON)
