@@ -79,14 +79,7 @@ def labels(args: argparse.Namespace, out: TextIO) -> int:
 
     for note in notes:
         sys.stderr.write(f"accelenv: {note}\n")
-    if args.output:
-        from accelenv.fileio import write_atomic
-
-        write_atomic(Path(args.output), text)
-        out.write(f"{args.output}: {len(found.labels)} label(s)\n")
-    else:
-        out.write(text)
-    return 0
+    return _emit(args.output, text, out, f"{len(found.labels)} label(s)")
 
 
 def metrics_arguments(p: argparse.ArgumentParser) -> None:
@@ -138,11 +131,17 @@ def metrics(args: argparse.Namespace, out: TextIO) -> int:
         for item in refused:  # said, never silently dropped
             sys.stderr.write(f"accelenv: {item.path}: refused: {item.reason}\n")
     text = prometheus_text(report, verdicts, family=family, records=records, version=__version__)
-    if args.output:
+    samples = sum(1 for line in text.splitlines() if not line.startswith("#"))
+    return _emit(args.output, text, out, f"{samples} sample(s)")
+
+
+def _emit(output: str | None, text: str, out: TextIO, counted: str) -> int:
+    """`text` to the file `output` (atomically; `out` says what went there) or, without one, to `out`."""
+    if output:
         from accelenv.fileio import write_atomic
 
-        write_atomic(Path(args.output), text)
-        out.write(f"{args.output}: {sum(1 for line in text.splitlines() if not line.startswith('#'))} sample(s)\n")
+        write_atomic(Path(output), text)
+        out.write(f"{output}: {counted}\n")
     else:
         out.write(text)
     return 0
