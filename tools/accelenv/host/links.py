@@ -254,25 +254,28 @@ def _bdf_matrix(lines: Sequence[str], what: str) -> tuple[list[str], dict[tuple[
         raise ParseError(
             f"{AMD_SMI_WHAT}: {what}: expected a header of PCI addresses, found {excerpt(' '.join(header))}"
         )
+    return header, _square_cells(header, lines[1:], f"{AMD_SMI_WHAT}: {what}")
+
+
+def _square_cells(header: list[str], lines: Sequence[str], where: str) -> dict[tuple[str, str], str]:
+    """(row, column) -> cell of a device-by-device table whose rows are named as its header's columns: every
+    device a row of exactly one cell per column (else a ParseError saying `where`), the diagonal left out."""
     rows: dict[str, list[str]] = {}
-    for line in lines[1:]:
+    for line in lines:
         tokens = line.split()
         if tokens and tokens[0] in header:
             if len(tokens) != len(header) + 1:
-                raise ParseError(
-                    f"{AMD_SMI_WHAT}: {what}: row {tokens[0]}: expected {len(header)} cells, found {excerpt(line)}"
-                )
+                raise ParseError(f"{where}: row {tokens[0]}: expected {len(header)} cells, found {excerpt(line)}")
             rows[tokens[0]] = tokens[1:]
-    missing = [bus for bus in header if bus not in rows]
+    missing = [device for device in header if device not in rows]
     if missing:
-        raise ParseError(f"{AMD_SMI_WHAT}: {what}: no row for {', '.join(missing)} (output cut short?)")
-    cells = {
+        raise ParseError(f"{where}: no row for {', '.join(missing)} (output cut short?)")
+    return {
         (row, column): value
         for row, values in rows.items()
         for column, value in zip(header, values, strict=True)
         if row != column
     }
-    return header, cells
 
 
 def _rocm_sections(text: str) -> dict[str, list[str]]:
@@ -291,24 +294,7 @@ def _rocm_matrix(lines: Sequence[str], what: str) -> tuple[list[str], dict[tuple
     header = lines[0].split() if lines else []
     if not header or not all(_GPU.fullmatch(token) for token in header) or len(header) > MAX_DEVICES:
         raise ParseError(f"{ROCM_WHAT}: {what}: expected a header of GPU columns, found {excerpt(' '.join(header))}")
-    cells: dict[tuple[str, str], str] = {}
-    rows = {}
-    for line in lines[1:]:
-        tokens = line.split()
-        if tokens and _GPU.fullmatch(tokens[0]) and tokens[0] in header:
-            if len(tokens) != len(header) + 1:
-                raise ParseError(
-                    f"{ROCM_WHAT}: {what}: row {tokens[0]}: expected {len(header)} cells, found {excerpt(line)}"
-                )
-            rows[tokens[0]] = tokens[1:]
-    missing = [gpu for gpu in header if gpu not in rows]
-    if missing:
-        raise ParseError(f"{ROCM_WHAT}: {what}: no row for {', '.join(missing)} (output cut short?)")
-    for row, values in rows.items():
-        for column, value in zip(header, values, strict=True):
-            if row != column:
-                cells[(row, column)] = value
-    return header, cells
+    return header, _square_cells(header, lines[1:], f"{ROCM_WHAT}: {what}")  # the header's tokens are GPU names
 
 
 def _rocm_numbers(lines: Sequence[str] | None, what: str) -> dict[tuple[str, str], int]:
