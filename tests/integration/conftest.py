@@ -7,11 +7,13 @@ instead of skipping them: .ci/run installs docker.io and makes the base image.
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import TYPE_CHECKING
 
 import pytest
 import rayloop
+from cdp import Browser, find_chromium
 from localmatrix import BASE_IMAGE, unavailable
 from nestedpytest import _inner_pytest_temp  # noqa: F401 - an autouse fixture, found by its name here
 
@@ -54,3 +56,18 @@ def repository(engine: DockerEngine) -> Iterator[str]:
     yield name
     for tag in engine.tags(name):
         engine.remove(tag)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """Headless Chromium for the page tests (tests/support/cdp.py), one a module."""
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is missing (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed")
+    chromium = Browser(executable, tmp_path_factory.mktemp("profile"), timeout=30)
+    try:
+        yield chromium
+    finally:
+        chromium.close()

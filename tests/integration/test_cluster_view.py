@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from cdp import Browser, find_chromium
 from png import decode
 
 from accelenv import records
@@ -21,7 +20,7 @@ from accelenv.host.links import from_nvidia, parse_rocm_showtopo
 from accelenv.host.topology import parse_nvidia_topo
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from cdp import Browser
 
 pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parents[1] / "unit/data"
@@ -42,20 +41,6 @@ def node(name: str, verdict: str, domain: str, topology: dict[str, Any], **label
         labels={"ray.io/gpu-domain": domain, "accelenv.io/nvlink-domain-size": "3", **labels},
         topology=topology,
     )
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    executable = find_chromium()
-    if executable is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium is not installed")
-    chromium = Browser(executable, tmp_path_factory.mktemp("profile"), timeout=30)
-    try:
-        yield chromium
-    finally:
-        chromium.close()
 
 
 def js(browser: Browser, expression: str) -> Any:

@@ -13,7 +13,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from cdp import Browser, find_chromium
 from png import Image, decode
 from reference import REFERENCE_MATRIX
 
@@ -24,8 +23,9 @@ from accelenv.plan.report import html_page
 from accelenv.plan.start import Stamp, Unavailable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
+
+    from cdp import Browser
 
 pytestmark = pytest.mark.integration
 
@@ -58,20 +58,6 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = page_module.html_page(matrix, locks=LOCKS, images={"gpu-nvidia-cu130": NO_OS_LOCK}, stamp=STAMP)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    executable = find_chromium()
-    if executable is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium is not installed")
-    chromium = Browser(executable, tmp_path_factory.mktemp("profile"), timeout=30)
-    try:
-        yield chromium
-    finally:
-        chromium.close()
 
 
 def show(browser: Browser, page: Path, fragment: str = "", *, scheme: str = "light") -> None:
