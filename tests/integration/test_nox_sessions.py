@@ -61,7 +61,9 @@ def test_cpu_session_passes_and_a_broken_pin_fails_it(tmp_path: Path) -> None:
     assert f"accelenv check {env_id} --host-only" in output
     assert "verdict: pass" in output
     assert "1 passed" in output  # tests/devices/test_cpu_devices.py: Ray on CPU
-    python = next(tmp_path.glob(f"cpu-py{version}/bin/python"))  # the environment's venv, beside the session's
+    # the environment's venv, beside the session's: nox names the session's folder by a hash of its name where the
+    # envdir's path is long (a shebang has a length limit), so the folder is found by its -py<version> suffix
+    [python] = tmp_path.glob(f"*-py{version}/bin/python")
     subprocess.run(
         [sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "pytest==9.1.1"],
         check=True,

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +42,9 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("podman")
     conf = folder / "containers.conf"
     conf.write_text("[containers]\ndefault_ulimits = []\n")
-    storage = ["--root", str(folder / "root"), "--runroot", str(folder / "run"), "--storage-driver", "vfs"]
+    # podman refuses a runroot over 50 characters, and pytest's temporary folders can be longer than that
+    runroot = Path(tempfile.mkdtemp(prefix="accelenv-podman-"))
+    storage = ["--root", str(folder / "root"), "--runroot", str(runroot), "--storage-driver", "vfs"]
     env = {**os.environ, "CONTAINERS_CONF": str(conf)}
     socket = folder / "podman.sock"
     log = (folder / "service.log").open("w")
@@ -87,6 +90,7 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             service.wait(timeout=30)
         log.close()
         shutil.rmtree(folder, ignore_errors=True)  # vfs storage is plain folders: nothing is mounted once it ends
+        shutil.rmtree(runroot, ignore_errors=True)
 
 
 def open_root(saved: Path, rootfs: Path) -> None:
