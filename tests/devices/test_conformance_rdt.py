@@ -25,6 +25,7 @@ from perfkit import host_sku, report_figure
 from rdtkit import (
     BOUND,
     GROUP_BACKEND,
+    RESTART_BOUND,
     SHAPES,
     WORK,
     actor,
@@ -260,7 +261,7 @@ def test_rdt_restarted_member_receives_in_a_reformed_group(
         assert ray.get(ends.receiver.received.remote(send(ends, transport)), timeout=WORK) == sent
         os.kill(ends.pids[1], signal.SIGKILL)  # between transfers: nothing in flight
         if restarted(ends.receiver, ends.pids[1]) is None:
-            pytest.fail(f"Ray did not restart the killed receiver within {BOUND * 3:g}s", pytrace=False)
+            pytest.fail(f"Ray did not restart the killed receiver within {RESTART_BOUND:g}s", pytrace=False)
         destroy(ends.group)
         sender = ends.sender
         if peer == "new-sender":  # a fresh process on the sender's node, in no group yet
