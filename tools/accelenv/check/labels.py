@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 
 from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
-from accelenv.host.redact import one_line, redact_text
 from accelenv.host.topology import tpu_topology
-from accelenv.matrix.schema_values import ENV_LABEL  # one limit for an id: the matrix holds ids to it
 from accelenv.records import field, frozen
+from accelenv.redact import one_line, redact_text
+from accelenv.schema_values import ENV_LABEL  # one limit for an id: the matrix holds ids to it
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -299,8 +299,8 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
 def _provenance_fields(found: LockProvenance | None, env_id: str) -> dict[str, Any]:
     """What a current lock says about its pins' indexes and hashes, as fields of a `lock --check` row (nulls for
     a lock that is stale or missing: it is made again anyway)."""
-    from accelenv.host.redact import redact_text
     from accelenv.plan.provenance import relock
+    from accelenv.redact import redact_text
 
     if found is None:
         return {"provenance": None, "hashes": None, "errors": [], "warning": None, "packages": []}
@@ -317,7 +317,7 @@ def _provenance_fields(found: LockProvenance | None, env_id: str) -> dict[str, A
 
 
 def _provenance_lines(row: dict[str, Any], out: TextIO, *, verbose: bool) -> None:
-    from accelenv.host.redact import terminal_safe
+    from accelenv.redact import terminal_safe
 
     for error in row["errors"]:
         out.write(f"{'':<24} error: {error}\n")

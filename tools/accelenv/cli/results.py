@@ -91,8 +91,8 @@ def _record_json(
 
 
 def results(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.host.redact import one_line
     from accelenv.plan.codeowners import owners_words, run_owners
+    from accelenv.redact import one_line
     from accelenv.results.compare import regressions, stale
     from accelenv.results.judge import STATES, defects, maturity, missing_kinds, newest_per_group, nodes, proof, state
     from accelenv.results.record import lock_digests, read_records

@@ -233,7 +233,7 @@ def parse_os_lock(text: str, *, where: str) -> OsLock:
     base = _OS_BASE.search(text)
     if base is None:
         raise ValueError(f"{where}: no `# base: ... pinned ...` line; run accelenv lock again")
-    from accelenv.host.redact import redact_text
+    from accelenv.redact import redact_text
 
     packages = []
     architectures = set()

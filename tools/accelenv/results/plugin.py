@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from accelenv.host.redact import redact_text
+from accelenv.redact import redact_text
 from accelenv.results.record import SUFFIX, check_record, format_time
 from accelenv.results.schema import FORMAT
 
@@ -366,7 +366,7 @@ def runner_name(environ: dict[str, str] | os._Environ[str] = os.environ) -> str 
     printable, at most 200 characters."""
     import socket
 
-    from accelenv.host.redact import redact_text
+    from accelenv.redact import redact_text
 
     name = next((environ[v] for v in RUNNER_VARIABLES if environ.get(v)), None) or socket.gethostname()
     clean = "".join(ch for ch in redact_text(name) if ch.isprintable()).strip()[:200]

@@ -93,7 +93,7 @@ class Refused:
 
 def parse_time(text: str) -> int | None:
     """Seconds since 1970 of a record's `2026-12-01T21:00:00Z`, or None."""
-    from accelenv.build.image_config import rfc3339_seconds
+    from accelenv.timestamps import rfc3339_seconds
 
     return rfc3339_seconds(text)
 
