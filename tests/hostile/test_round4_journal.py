@@ -14,7 +14,7 @@ from reference import REFERENCE_MATRIX
 
 from accelenv import changeset
 from accelenv.matrix import load_matrix
-from accelenv.plan.lock import lock_path
+from accelenv.matrix.paths import lock_path
 from accelenv.plan.render import refresh_targets, render_plan
 
 MATRIX_TEXT = REFERENCE_MATRIX.read_text(encoding="utf-8")

@@ -25,7 +25,8 @@ from accelenv.errors import AccelenvError
 from accelenv.fileio import read_bytes
 from accelenv.host.run import run_in_group
 from accelenv.matrix.model import PLATFORM_MACHINES
-from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements, os_lock_name
+from accelenv.matrix.paths import LOCK_NAME
+from accelenv.plan.lock import DPKG_ARCHITECTURES, image_requirements, os_lock_name
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
 from accelenv.records import frozen
 from accelenv.timestamps import rfc3339_seconds

@@ -106,9 +106,9 @@ def metrics_arguments(p: argparse.ArgumentParser) -> None:
 def metrics(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv import __version__
     from accelenv.check.checks import check
-    from accelenv.check.metrics import prometheus_text
     from accelenv.check.node_labels import environments, host_family
     from accelenv.matrix.resolve import get_env
+    from accelenv.plan.metrics import prometheus_text
 
     try:
         import prometheus_client  # noqa: F401 - only to say what is missing, before any work

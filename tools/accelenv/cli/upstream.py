@@ -223,7 +223,7 @@ def _write_all(path: Path, old_text: str, new_text: str, locked: list[tuple[str,
     from accelenv.errors import WriteFailedError
     from accelenv.fileio import folder_lock, read_text
     from accelenv.matrix.load import model_from_text
-    from accelenv.plan.lock import lock_path
+    from accelenv.matrix.paths import lock_path
     from accelenv.plan.render import generated_files, refresh_targets, render_plan
 
     repo = path.parent

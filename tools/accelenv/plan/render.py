@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from accelenv.fileio import check_inside, read_text_if_exists, remove_stale_temps, write_atomic
 from accelenv.k8s import objects as k8s
+from accelenv.matrix.paths import LOCK_NAME
 from accelenv.matrix.resolve import resolve
-from accelenv.plan.lock import IMAGE_LOCK_NAME, LOCK_NAME, OS_LOCK_NAME, input_digest
+from accelenv.plan.lock import IMAGE_LOCK_NAME, OS_LOCK_NAME, input_digest
 from accelenv.records import frozen
 
 if TYPE_CHECKING:

@@ -356,19 +356,6 @@ def read_record(path: Path, matrix: Matrix, *, now: float | None = None) -> Reco
     return record_of(data, str(path), matrix)
 
 
-def lock_digests(repo: Path, matrix: Matrix) -> dict[str, str | None]:
-    """Each environment's lock file sha256 today (None: not locked): a record of another lock proves that lock."""
-    import hashlib
-
-    from accelenv.plan.lock import lock_path
-
-    out: dict[str, str | None] = {}
-    for env_id in matrix.envs:
-        path = lock_path(repo, env_id)
-        out[env_id] = hashlib.sha256(read_bytes(path, what="lock file")).hexdigest() if path.is_file() else None
-    return out
-
-
 def record_files(paths: Iterable[Path]) -> list[Path]:
     """The record files named: a file as given, a folder searched (recursively: CI artifacts nest) for
     `*.result.json`. Symlinked folders are not followed; at most MAX_FILES."""
