@@ -108,7 +108,8 @@ def imports(name: str, *, annotations: bool = False) -> dict[str, int]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     edges: dict[str, int] = {}
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree) if annotations else _run_time(tree.body):
+    every = sorted((n for n in ast.walk(tree) if isinstance(n, ast.stmt)), key=lambda n: n.lineno)
+    for node in every if annotations else _run_time(tree.body):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
