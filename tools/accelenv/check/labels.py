@@ -16,7 +16,6 @@ override Ray's label.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import TYPE_CHECKING
@@ -74,6 +73,8 @@ def encode_value(text: str) -> str:
     `text` (so two values that clean up alike stay apart). An empty value stays empty (allowed)."""
     if text == "" or NAME.fullmatch(text):
         return text
+    import hashlib  # only for a value that needs a stand-in: labels runs on a node's start-up path
+
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST]
     head = _UNFIT.sub("_", text)[:52]
     head = re.sub(r"\A[^A-Za-z0-9]+|[^A-Za-z0-9]+\Z", "", head)
