@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelenv.cli import main as accelenv
 from accelenv.matrix import load_matrix
-from accelenv.results.record import lock_digests, matrix_peak
+from accelenv.plan.lock import lock_digests
+from accelenv.results.record import matrix_peak
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,12 +18,13 @@ from hostilekit import accelenv, assert_clean_error
 from reference import REFERENCE_TEXT
 
 from accelenv.build.engine import ImageInfo
-from accelenv.build.image_config import MAX_CONFIG, config_from_archive, normalise, rfc3339_seconds
+from accelenv.build.image_config import MAX_CONFIG, config_from_archive, normalise
 from accelenv.build.prune import ENV_LABEL, ImageRecord, human_bytes, plan_prune
 from accelenv.cli import main
 from accelenv.matrix.load import model_from_text
 from accelenv.plan.report import html_page
 from accelenv.plan.start import start_steps
+from accelenv.timestamps import rfc3339_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -17,7 +17,6 @@ from hostilekit import accelenv, assert_clean_error
 
 from accelenv.build.context import MAX_DEB, BuildError, fetch_debs
 from accelenv.errors import UsageError
-from accelenv.host.redact import REDACTED
 from accelenv.plan.lock import (
     LockState,
     OsLock,
@@ -28,6 +27,7 @@ from accelenv.plan.lock import (
     parse_os_lock,
     render_os_lock,
 )
+from accelenv.redact import REDACTED
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

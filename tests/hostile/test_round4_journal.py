@@ -14,8 +14,8 @@ from reference import REFERENCE_MATRIX
 
 from accelenv import changeset
 from accelenv.matrix import load_matrix
-from accelenv.plan.lock import lock_path
-from accelenv.plan.render import render_plan
+from accelenv.matrix.paths import lock_path
+from accelenv.plan.render import refresh_targets, render_plan
 
 MATRIX_TEXT = REFERENCE_MATRIX.read_text(encoding="utf-8")
 
@@ -69,7 +69,7 @@ def test_every_file_a_refresh_writes_is_one_a_journal_may_name() -> None:
     """The other side of the rule: the matrix, each environment's lock, and every generated file (render_plan of
     the reference matrix) pass `targets`, so a real interrupted refresh can always be finished."""
     matrix = load_matrix(REFERENCE_MATRIX)
-    allowed = changeset.targets("matrix.toml")
+    allowed = refresh_targets("matrix.toml")
     repo = Path("/repo")
     written = ["matrix.toml", *(str(lock_path(repo, e).relative_to(repo)) for e in matrix.envs)]
     written += list(render_plan(matrix, []).files)

@@ -17,14 +17,14 @@ from recordkit import SHIPPED_MATRIX, good_record
 
 import accelenv as package
 from accelenv.check.labels import FORMATS, PREFIX, labelled, render, value_problem
-from accelenv.host.redact import REDACTED, one_line, redact_text
 from accelenv.matrix import load_matrix
+from accelenv.redact import REDACTED, one_line, redact_text
 from accelenv.results.record import check_record
 
 PACKAGE = Path(package.__file__).parent
 # Modules whose patterns are JSON Schema (ECMA-262) patterns, where `\Z` does not exist: what holds them is that
 # every schema is validated through strict_validator (below).
-SCHEMA_MODULES = {"matrix/schema.py", "matrix/schema_values.py", "matrix/schema_hardware.py", "results/schema.py"}
+SCHEMA_MODULES = {"matrix/schema.py", "schema_values.py", "matrix/schema_hardware.py", "results/schema.py"}
 _RE_CALLS = {"compile", "match", "search", "fullmatch", "sub", "subn", "split", "findall", "finditer", "lazy"}
 
 

@@ -16,8 +16,8 @@ from accelenv.check.labels import PREFIX, key_problem, labelled
 from accelenv.cluster.node_answer import STATUSES, answer_problem, answer_verdict
 from accelenv.cluster.ray import CONFORMING, _check_nodes
 from accelenv.matrix import validate_text
-from accelenv.matrix.schema_values import ENV_ID, ENV_ID_MAX, ENV_LABEL, LABEL_NAME_MAX
 from accelenv.results.schema import RECORD_ID
+from accelenv.schema_values import ENV_ID, ENV_ID_MAX, ENV_LABEL, LABEL_NAME_MAX
 
 SHIPPED_TEXT = (Path(__file__).resolve().parents[2] / "matrix.toml").read_text(encoding="utf-8")  # has the cpu family
 

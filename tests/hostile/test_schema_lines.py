@@ -17,7 +17,7 @@ from reference import REFERENCE_TEXT
 from accelenv.matrix import validate_text
 from accelenv.matrix.schema import matrix_schema
 from accelenv.matrix.schema_check import strict_validator
-from accelenv.matrix.schema_values import TEXT_BLOCK
+from accelenv.schema_values import TEXT_BLOCK
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

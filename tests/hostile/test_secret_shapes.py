@@ -1,4 +1,4 @@
-"""Issue 28, secrets: `redact_text` against a generated corpus of every documented shape (host/redact.py's
+"""Issue 28, secrets: `redact_text` against a generated corpus of every documented shape (redact.py's
 docstring), embedded in the lines tools really print, and every output path of accelenv fed through it.
 
 The secret values are drawn so that no shape-specific prefix helps: a value is found by where it stands."""
@@ -16,8 +16,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import accelenv as package
-from accelenv.host import redact as redact_module
-from accelenv.host.redact import REDACTED, redact_json, redact_text, terminal_safe
+from accelenv import redact as redact_module
+from accelenv.redact import REDACTED, redact_json, redact_text, terminal_safe
 
 PACKAGE = Path(package.__file__).parent
 RE_PARSER: Any = importlib.import_module("re._parser")  # a pattern's structure, for each shape's literal starts

@@ -10,7 +10,7 @@ import pytest
 from hostilekit import accelenv, tool
 from hostkit import Pci, make_root
 
-from accelenv.host.redact import REDACTED, redact_json, redact_text
+from accelenv.redact import REDACTED, redact_json, redact_text
 
 if TYPE_CHECKING:
     from pathlib import Path

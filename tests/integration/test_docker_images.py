@@ -138,7 +138,7 @@ def test_reproducible_image_from_a_network_off_build(
     the host."""
     from accelenv.build.context import epoch_of
     from accelenv.build.engine import DockerEngine
-    from accelenv.build.image_config import rfc3339
+    from accelenv.timestamps import rfc3339
 
     assert isinstance(engine, DockerEngine)
     matrix = write_matrix(tmp_path / "repo", pin="six==1.17.0")

@@ -19,7 +19,8 @@ from hostkit import Pci, capture, make_root, reorder_query
 from reference import REFERENCE_MATRIX
 
 from accelenv.host.probes.nvidia import QUERY_FIELDS
-from accelenv.plan.schemas import check_schema, inspect_schema
+from accelenv.host.schema import inspect_schema
+from accelenv.plan.schemas import check_schema
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,9 @@ import pytest
 from accelenv import changeset
 from accelenv.errors import UsageError
 from accelenv.fileio import write_atomic
+from accelenv.plan.render import refresh_targets
 
-ALLOWED = changeset.targets("matrix.toml")
+ALLOWED = refresh_targets("matrix.toml")
 
 
 def _tree(tmp_path: Path) -> None:

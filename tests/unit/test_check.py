@@ -397,7 +397,8 @@ def test_numeric_version(text: str | None, expected: str | None) -> None:
 def test_outputs_follow_their_published_schemas(tmp_path: Path, matrix: Matrix) -> None:
     import jsonschema
 
-    from accelenv.plan.schemas import check_schema, inspect_schema
+    from accelenv.host.schema import inspect_schema
+    from accelenv.plan.schemas import check_schema
 
     report = h100_report(tmp_path, matrix, environ={"CUDA_VISIBLE_DEVICES": "0"})
     jsonschema.Draft202012Validator(inspect_schema()).validate(report.as_json())

@@ -23,9 +23,8 @@ from accelenv.build.image_config import (
     config_from_archive,
     image_id,
     normalise,
-    rfc3339,
-    rfc3339_seconds,
 )
+from accelenv.timestamps import rfc3339, rfc3339_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -11,9 +11,10 @@ import pytest
 
 from accelenv.matrix import Matrix, Severity, load_matrix, validate_file
 from accelenv.matrix.model import LiteralVersion
+from accelenv.matrix.paths import lock_path
 from accelenv.matrix.requirement_rules import wheel_tag_for
 from accelenv.matrix.schema import schema_text
-from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+from accelenv.plan.lock import LockState, glibc_of, lock_state
 from accelenv.plan.schemas import SCHEMAS, schema_files
 
 REPO = Path(__file__).resolve().parents[2]

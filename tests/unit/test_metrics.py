@@ -13,12 +13,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from accelenv import records
 from accelenv.check.checks import check
-from accelenv.check.metrics import prometheus_text
 from accelenv.cli import main
 from accelenv.host.discover import discover
 from accelenv.host.probes.nvidia import QUERY_FIELDS
 from accelenv.host.root import Root
 from accelenv.matrix import load_matrix
+from accelenv.plan.metrics import prometheus_text
 
 if TYPE_CHECKING:
     from accelenv.host.report import HostReport

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from reference import REFERENCE_MATRIX
 
+from accelenv.build.readiness import image_blockers
 from accelenv.matrix import Matrix, load_matrix
 from accelenv.plan import start
 from accelenv.plan.lock import LockState
@@ -51,7 +52,7 @@ def test_image_blockers_read_the_checkout(matrix: Matrix, tmp_path: Path) -> Non
     shutil.copy(REPO / "envs" / "accelenv-image.lock", tmp_path)
     (tmp_path / "envs" / "cpu-py311").mkdir(parents=True)
     shutil.copy(REPO / "envs" / "cpu-py311" / "requirements.lock", tmp_path / "envs" / "cpu-py311")
-    found = start.image_blockers(tmp_path, matrix)
+    found = image_blockers(tmp_path, matrix)
     assert found["cpu-py311"] is None  # locked, and its base ships its Python
     blocked = found["gpu-nvidia-cu126"]
     assert blocked is not None

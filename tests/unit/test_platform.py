@@ -137,7 +137,7 @@ def test_inspect_json_carries_platform_and_devices(tmp_path: Path, monkeypatch: 
     import jsonschema
 
     from accelenv.cli import main
-    from accelenv.plan.schemas import inspect_schema
+    from accelenv.host.schema import inspect_schema
 
     root = make_root(tmp_path, files={"/etc/accelenv/facts.toml": '[facts]\nrack = "r12"\n'})
     monkeypatch.delenv("ACCELENV_FACTS", raising=False)

@@ -13,10 +13,11 @@ import pytest
 
 from accelenv.cluster.accelerator_types import expected_ray
 from accelenv.host.discover import match_sku
+from accelenv.host.plugin_probes import GuardedProbe
 from accelenv.host.probes import ToolView
 from accelenv.host.report import Accelerator
 from accelenv.matrix.load import validate_text
-from accelenv.plugins import Conformance, GuardedProbe, Plugin, load_plugins, plugin_rows
+from accelenv.plugins import Conformance, Plugin, load_plugins, plugin_rows
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -291,7 +292,7 @@ def teardown_module() -> None:
 
 
 def test_entry_points_are_read_bounded_first_distribution_wins(tmp_path: Path) -> None:
-    from accelenv.host.distmeta import declared_entry_points
+    from accelenv.distmeta import declared_entry_points
 
     for folder, version in (("first", "0.2.0"), ("second", "0.1.0")):
         info = tmp_path / folder / f"accelenv_ascend-{version}.dist-info"
@@ -386,7 +387,7 @@ class _NoFamily:
     ],
 )
 def test_a_probe_entry_point_that_cannot_make_its_probe_is_named(target: Any, said: str) -> None:
-    from accelenv.plugins import probe_of
+    from accelenv.host.plugin_probes import probe_of
 
     probe = probe_of(_Entry("demo", target()), "bad-probe", seconds=0.5)
     assert probe.family == "demo"

@@ -14,9 +14,10 @@ from reference import REFERENCE_MATRIX
 
 from accelenv.cli import main
 from accelenv.matrix import load_matrix
+from accelenv.matrix.paths import lock_path
 from accelenv.plan import resolver
 from accelenv.plan.audit import declared_indexes
-from accelenv.plan.lock import lock_path, render_lock
+from accelenv.plan.lock import render_lock
 from accelenv.plan.provenance import (
     Hashes,
     LockedFile,

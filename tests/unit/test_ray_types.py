@@ -255,9 +255,9 @@ def test_show_inspect_and_the_page_carry_rays_name(tmp_path: Path, matrix: Matri
 
     from accelenv.cli import main
     from accelenv.host.report import Container, HostReport, Limits, OsInfo, PythonInfo
+    from accelenv.host.schema import inspect_schema
     from accelenv.host.snapshot import save_snapshot
     from accelenv.plan.page import page_data
-    from accelenv.plan.schemas import inspect_schema
 
     out = io.StringIO()
     assert main(["--matrix", str(REPO / "matrix.toml"), "show", "gpu-amd", "--json"], out=out) == 0

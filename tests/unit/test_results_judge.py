@@ -15,7 +15,8 @@ import pytest
 from accelenv.cli import main
 from accelenv.matrix import load_matrix
 from accelenv.plan.evidence import html_section, view
-from accelenv.results.record import Refused, lock_digests, read_record, record_of
+from accelenv.plan.lock import lock_digests
+from accelenv.results.record import Refused, read_record, record_of
 
 REPO = Path(__file__).resolve().parents[2]
 MATRIX = load_matrix(REPO / "matrix.toml")

@@ -9,8 +9,8 @@ import pytest
 
 from accelenv.build.images import run_spec
 from accelenv.host.root import Root
+from accelenv.host.run_url import build_url, in_run, run_url
 from accelenv.matrix import load_matrix
-from accelenv.plan.run_url import build_url, in_run, run_url
 
 REPO = Path(__file__).resolve().parents[2]
 GITHUB = {"GITHUB_RUN_ID": "123", "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/accel"}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from typing import TYPE_CHECKING, Literal
 
 from accelenv.errors import UsageError, WriteFailedError
@@ -42,32 +41,6 @@ class Pending:
 
     purpose: str
     files: tuple[str, ...]
-
-
-def targets(matrix_name: str) -> Callable[[str], bool]:
-    """Whether a repository-relative path is one a change may write: the matrix file `matrix_name` at the top, or
-    a generated file or lock in an environment's folder (`envs/<id>/env.json`, `images/<id>/Dockerfile`,
-    `envs/<id>/k8s/deviceclass.yaml`)."""
-    from accelenv.k8s.objects import FILES as K8S_FILES
-    from accelenv.k8s.objects import FOLDER as K8S_FOLDER
-    from accelenv.matrix.schema_values import ID
-    from accelenv.plan.lock import LOCK_NAME, OS_LOCK_NAME
-    from accelenv.plan.render import GENERATED_NAMES
-
-    names = {
-        top: {*files, LOCK_NAME, OS_LOCK_NAME} if top == "envs" else set(files)
-        for top, files in GENERATED_NAMES.items()
-    }
-
-    def allowed(rel: str) -> bool:
-        if rel == matrix_name:
-            return "/" not in rel and rel.endswith(".toml")
-        parts = rel.split("/")
-        if len(parts) == 4 and parts[0] == "envs" and parts[2] == K8S_FOLDER:
-            return parts[3] in K8S_FILES and re.fullmatch(ID, parts[1]) is not None
-        return len(parts) == 3 and parts[2] in names.get(parts[0], ()) and re.fullmatch(ID, parts[1]) is not None
-
-    return allowed
 
 
 def pending(repo: Path) -> Pending | None:
@@ -149,7 +122,7 @@ def _now(repo: Path, rel: str) -> str | None:
 
 
 def _shown(rels: list[str]) -> str:
-    from accelenv.host.redact import one_line
+    from accelenv.redact import one_line
 
     return ", ".join(one_line(rel) for rel in rels[:5]) + (f" and {len(rels) - 5} more" if len(rels) > 5 else "")
 

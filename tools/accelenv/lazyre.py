@@ -1,7 +1,7 @@
 """`lazy(pattern)`: a regular expression compiled when it is first used, not when its module is imported.
 
 Python compiles a pattern in Python code (`re._compiler`), from 0.1 ms for a short one to over 1 ms for the secret
-shapes of `host/redact.py`, and no bytecode cache keeps the result. A module on the start-up path of `check` whose
+shapes of `redact.py`, and no bytecode cache keeps the result. A module on the start-up path of `check` whose
 pattern serves only some hosts (CDI specs, secrets in tool output) declares it with `lazy` so that the hosts
 without them do not pay for it.
 """

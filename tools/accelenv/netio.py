@@ -37,8 +37,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from accelenv.errors import AnswerTooLargeError, DeadlineExceededError, NetworkError
-from accelenv.host.redact import redact_text
 from accelenv.records import frozen
+from accelenv.redact import redact_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping

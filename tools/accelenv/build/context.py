@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import tomlkit
 
-from accelenv.build.image_config import rfc3339_seconds
 from accelenv.errors import AccelenvError
 from accelenv.fileio import read_bytes
 from accelenv.host.run import run_in_group
 from accelenv.matrix.model import PLATFORM_MACHINES
-from accelenv.plan.lock import DPKG_ARCHITECTURES, LOCK_NAME, image_requirements, os_lock_name
+from accelenv.matrix.paths import LOCK_NAME
+from accelenv.plan.lock import DPKG_ARCHITECTURES, image_requirements, os_lock_name
 from accelenv.plan.render import LARGE_WHEEL, dockerfile, human_tag, os_packages
 from accelenv.records import frozen
+from accelenv.timestamps import rfc3339_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -252,7 +253,7 @@ def fetch_debs(lock: OsLock, folder: Path, *, timeout: float = 120.0, min_rate: 
 def _fetch_deb(session: Transport, package: OsPackage, folder: Path, *, timeout: float, min_rate: float) -> None:
     from accelenv import netio
     from accelenv.errors import AnswerTooLargeError, DeadlineExceededError, NetworkError
-    from accelenv.host.redact import redact_text
+    from accelenv.redact import redact_text
 
     url = redact_text(package.url)
     if package.size > MAX_DEB:

@@ -32,9 +32,9 @@ import re
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from accelenv.build.engine import EngineError
-from accelenv.build.image_config import rfc3339_nanoseconds
 from accelenv.plan.render import LABEL_PREFIX
 from accelenv.records import field, frozen
+from accelenv.timestamps import rfc3339_nanoseconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping

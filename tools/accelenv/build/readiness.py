@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from accelenv.build.engine import Engine, ImageInfo
     from accelenv.build.overrides import Override
     from accelenv.matrix.model import Environment, Matrix
+    from accelenv.plan.start import Unavailable
 
 NO_REGISTRY_HELP = "docs/images.md: Images without a registry"
 
@@ -103,12 +104,12 @@ def plan_env(
     from accelenv.build.overrides import OVERRIDES, apply, committed_standin_lock, override_lock_path
     from accelenv.build.platforms import base_reference, emulation_problem, image_platform
     from accelenv.fileio import read_text
+    from accelenv.matrix.paths import lock_path
     from accelenv.plan.lock import (
         LockState,
         glibc_of,
         image_lock_path,
         image_lock_state,
-        lock_path,
         lock_state,
         os_lock_defect,
         os_lock_name,
@@ -239,3 +240,35 @@ def plan_env(
         )
     except BuildError as error:
         return [Blocker(what=str(error).removeprefix(f"{env.id}: "), fix="")]
+
+
+def image_blockers(repo: Path, matrix: Matrix) -> dict[str, Unavailable | None]:
+    """Per environment, why `accelenv build ENV` would refuse now from this checkout (None: it builds, pulling
+    its base from the registry the matrix names): a lock that is not current, an OS package lock that is missing
+    or stale where the base lacks the environment's Python, or a stand-in's lock in the committed place."""
+    from accelenv.build.overrides import committed_standin_lock
+    from accelenv.plan.lock import OS_LOCK_NAME, LockState, glibc_of, lock_state, os_lock_state
+    from accelenv.plan.render import os_packages
+    from accelenv.plan.start import Unavailable
+
+    found: dict[str, Unavailable | None] = {}
+    for env in matrix.envs.values():
+        reasons = []
+        state = lock_state(repo, env, glibc_of(matrix, env))
+        if state is not LockState.CURRENT:
+            reasons.append("it has no lock" if state is LockState.UNLOCKED else "its lock is stale")
+        if committed_standin_lock(repo, env.id):
+            reasons.append(f"its {OS_LOCK_NAME} was made against a local stand-in base")
+        packages = os_packages(matrix, env)
+        if packages:
+            base = matrix.runtimes[env.runtime].base_images[env.os].reference
+            os_state = os_lock_state(repo, env.id, base, packages)
+            if os_state is not LockState.CURRENT:
+                what = "has no" if os_state is LockState.UNLOCKED else "has a stale"
+                reasons.append(f"its base {base} lacks Python {env.python} and it {what} {OS_LOCK_NAME}")
+        found[env.id] = (
+            Unavailable(why=f"accelenv build refuses it now: {'; '.join(reasons)}", fix=f"accelenv lock {env.id}")
+            if reasons
+            else None
+        )
+    return found

@@ -16,17 +16,16 @@ override Ray's label.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import TYPE_CHECKING
 
 from accelenv.check.verdict import verdict
 from accelenv.errors import UsageError
-from accelenv.host.redact import one_line, redact_text
 from accelenv.host.topology import tpu_topology
-from accelenv.matrix.schema_values import ENV_LABEL  # one limit for an id: the matrix holds ids to it
 from accelenv.records import field, frozen
+from accelenv.redact import one_line, redact_text
+from accelenv.schema_values import ENV_LABEL  # one limit for an id: the matrix holds ids to it
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -74,6 +73,8 @@ def encode_value(text: str) -> str:
     `text` (so two values that clean up alike stay apart). An empty value stays empty (allowed)."""
     if text == "" or NAME.fullmatch(text):
         return text
+    import hashlib  # only for a value that needs a stand-in: labels runs on a node's start-up path
+
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST]
     head = _UNFIT.sub("_", text)[:52]
     head = re.sub(r"\A[^A-Za-z0-9]+|[^A-Za-z0-9]+\Z", "", head)

@@ -106,9 +106,9 @@ def collect_arguments(p: argparse.ArgumentParser) -> None:
 
 def collect(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.fileio import read_bytes, write_atomic
+    from accelenv.host.run_url import build_url
     from accelenv.plan.ci_collect import collect as gather
     from accelenv.plan.ci_collect import expected_from_plan, parse_expected
-    from accelenv.plan.run_url import build_url
 
     expected = parse_expected(args.expect)
     if args.plan:

@@ -89,7 +89,7 @@ def shm_size(text: str) -> str:
     import argparse
     import re
 
-    from accelenv.matrix.schema_values import SHM_SIZE
+    from accelenv.schema_values import SHM_SIZE
 
     if not re.fullmatch(SHM_SIZE, text):
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size: give a number and k, m or g, e.g. 16g")

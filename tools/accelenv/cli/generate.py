@@ -81,9 +81,10 @@ def _evidence(args: argparse.Namespace, matrix: Matrix, form: str) -> tuple[str,
     import time
 
     from accelenv.plan.evidence import html_section, markdown_section
+    from accelenv.plan.lock import lock_digests
     from accelenv.results.compare import regressions
     from accelenv.results.judge import maturity
-    from accelenv.results.record import lock_digests, read_records
+    from accelenv.results.record import read_records
 
     now = time.time()
     records, refused = read_records([Path(p) for p in args.results], matrix, now=now)
@@ -142,11 +143,12 @@ def report(args: argparse.Namespace, out: TextIO) -> int:
 
         text = markdown(matrix) + _evidence(args, matrix, "md")[0]
     else:
+        from accelenv.build.readiness import image_blockers
         from accelenv.fileio import read_text
         from accelenv.matrix.load import find_matrix
         from accelenv.plan.lock import glibc_of, lock_state
         from accelenv.plan.page import html_page, page_data
-        from accelenv.plan.start import image_blockers, stamp_of
+        from accelenv.plan.start import stamp_of
 
         repo = repo_of(args)  # the page shows each environment's lock and what builds: read here, passed as data
         locks = {env.id: lock_state(repo, env, glibc_of(matrix, env)) for env in matrix.envs.values()}

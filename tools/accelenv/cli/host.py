@@ -275,7 +275,7 @@ def cluster_lines(cluster: dict[str, Any], env_id: str) -> str:
 def _check_ray(args: argparse.Namespace, matrix: Matrix, env_id: str, out: TextIO) -> int:
     from accelenv.cluster.ray import check_cluster, summary
     from accelenv.fileio import read_text, write_atomic
-    from accelenv.host.redact import redact_json
+    from accelenv.redact import redact_json
 
     matrix_text = read_text(find_matrix(args.matrix), what="matrix")
     family = matrix.envs[env_id].family

@@ -30,7 +30,7 @@ RUN_TIMEOUT = 300.0  # seconds an engine call may take: creating a container cop
 
 
 def _lock_text(repo: Path, env_id: str) -> str:
-    from accelenv.plan.lock import lock_path
+    from accelenv.matrix.paths import lock_path
 
     path = lock_path(repo, env_id)
     if not path.is_file():
@@ -306,8 +306,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.build.engine import connect
     from accelenv.build.images import container_user, run_spec
     from accelenv.host.root import Root
+    from accelenv.host.run_url import run_url
     from accelenv.matrix.resolve import get_env
-    from accelenv.plan.run_url import run_url
 
     matrix = matrix_of(args)
     env = get_env(matrix, args.env)

@@ -56,9 +56,10 @@ def lock(args: argparse.Namespace, out: TextIO) -> int:
         return _lock_check(args, matrix, envs, out)
     from accelenv.changeset import refuse_if_pending
     from accelenv.fileio import write_atomic
+    from accelenv.matrix.paths import lock_path
     from accelenv.plan.audit import lock_provenance
     from accelenv.plan.digests import Verifier
-    from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+    from accelenv.plan.lock import LockState, glibc_of, lock_state
     from accelenv.plan.provenance import relock
     from accelenv.plan.resolver import resolve
 
@@ -245,8 +246,9 @@ class _OsLocker:
 
 
 def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment], out: TextIO) -> int:
+    from accelenv.matrix.paths import lock_path
     from accelenv.plan.audit import image_lock_provenance, lock_provenance
-    from accelenv.plan.lock import LockState, glibc_of, image_lock_path, image_lock_state, lock_path, lock_state
+    from accelenv.plan.lock import LockState, glibc_of, image_lock_path, image_lock_state, lock_state
     from accelenv.plan.render import IMAGE_DEPENDENCIES
 
     repo = repo_of(args)
@@ -299,8 +301,8 @@ def _lock_check(args: argparse.Namespace, matrix: Matrix, envs: list[Environment
 def _provenance_fields(found: LockProvenance | None, env_id: str) -> dict[str, Any]:
     """What a current lock says about its pins' indexes and hashes, as fields of a `lock --check` row (nulls for
     a lock that is stale or missing: it is made again anyway)."""
-    from accelenv.host.redact import redact_text
     from accelenv.plan.provenance import relock
+    from accelenv.redact import redact_text
 
     if found is None:
         return {"provenance": None, "hashes": None, "errors": [], "warning": None, "packages": []}
@@ -317,7 +319,7 @@ def _provenance_fields(found: LockProvenance | None, env_id: str) -> dict[str, A
 
 
 def _provenance_lines(row: dict[str, Any], out: TextIO, *, verbose: bool) -> None:
-    from accelenv.host.redact import terminal_safe
+    from accelenv.redact import terminal_safe
 
     for error in row["errors"]:
         out.write(f"{'':<24} error: {error}\n")

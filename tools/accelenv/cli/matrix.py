@@ -96,17 +96,10 @@ def _lock_problems(matrix: Matrix, repo: Path) -> list[Problem]:
     is the requirements lock, and the OS-package lock where the base image lacks the environment's Python. An
     OS-package lock made against a local stand-in base in envs/<env>/ is an error."""
     from accelenv.build.overrides import committed_standin_lock
+    from accelenv.matrix.paths import lock_path
     from accelenv.matrix.problems import Problem, Severity
     from accelenv.plan.audit import provenance_problems
-    from accelenv.plan.lock import (
-        LockState,
-        glibc_of,
-        lock_path,
-        lock_state,
-        os_lock_defect,
-        os_lock_path,
-        os_lock_state,
-    )
+    from accelenv.plan.lock import LockState, glibc_of, lock_state, os_lock_defect, os_lock_path, os_lock_state
     from accelenv.plan.render import os_packages
 
     problems = []
@@ -222,8 +215,8 @@ def show_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
+    from accelenv.matrix.paths import lock_path
     from accelenv.matrix.resolve import get_env, resolve
-    from accelenv.plan.lock import lock_path
 
     if args.plugins or args.env is None:
         return _show_plugins(args, out)

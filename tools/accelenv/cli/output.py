@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, TextIO, cast
 
 from accelenv.errors import AccelenvError
-from accelenv.host.redact import redact_json, redact_text, terminal_safe
+from accelenv.redact import redact_json, redact_text, terminal_safe
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -91,11 +91,12 @@ def _record_json(
 
 
 def results(args: argparse.Namespace, out: TextIO) -> int:
-    from accelenv.host.redact import one_line
     from accelenv.plan.codeowners import owners_words, run_owners
+    from accelenv.plan.lock import lock_digests
+    from accelenv.redact import one_line
     from accelenv.results.compare import regressions, stale
     from accelenv.results.judge import STATES, defects, maturity, missing_kinds, newest_per_group, nodes, proof, state
-    from accelenv.results.record import lock_digests, read_records
+    from accelenv.results.record import read_records
 
     matrix = matrix_of(args)
     default = os.environ.get("ACCELENV_RESULTS") or str(repo_of(args) / "results")

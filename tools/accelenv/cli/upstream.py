@@ -126,6 +126,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     from accelenv.fileio import read_text
     from accelenv.matrix.edit import diff
     from accelenv.matrix.load import load_matrix
+    from accelenv.plan.render import refresh_targets
     from accelenv.upstream.indexes import IndexClient
     from accelenv.upstream.refresh import TpuLine, plan_refresh, summary_markdown, tpu_line
     from accelenv.upstream.settings import read_index_settings
@@ -134,7 +135,7 @@ def refresh(args: argparse.Namespace, out: TextIO) -> int:
     path = find_matrix(args.matrix)
     if args.resume or args.undo:
         how: Literal["resume", "undo"] = "resume" if args.resume else "undo"
-        done = changeset.finish(path.parent, how, allowed=changeset.targets(path.name))
+        done = changeset.finish(path.parent, how, allowed=refresh_targets(path.name))
         verb = "finished" if args.resume else "undone"
         out.write(f"refresh {verb}: {len(done)} file(s) written\n" + "".join(f"  {rel}\n" for rel in done))
         return 0
@@ -183,7 +184,7 @@ def _write_summary(args: argparse.Namespace, summary: str) -> None:
         from pathlib import Path
 
         from accelenv.fileio import write_atomic
-        from accelenv.host.redact import redact_text
+        from accelenv.redact import redact_text
 
         write_atomic(Path(args.summary), redact_text(summary))  # the weekly workflow posts it as a PR body
 
@@ -222,8 +223,8 @@ def _write_all(path: Path, old_text: str, new_text: str, locked: list[tuple[str,
     from accelenv.errors import WriteFailedError
     from accelenv.fileio import folder_lock, read_text
     from accelenv.matrix.load import model_from_text
-    from accelenv.plan.lock import lock_path
-    from accelenv.plan.render import generated_files, render_plan
+    from accelenv.matrix.paths import lock_path
+    from accelenv.plan.render import generated_files, refresh_targets, render_plan
 
     repo = path.parent
     rendered = render_plan(model_from_text(new_text, str(path)), generated_files(repo))
@@ -236,7 +237,7 @@ def _write_all(path: Path, old_text: str, new_text: str, locked: list[tuple[str,
             raise WriteFailedError(
                 f"{path}: changed while refresh asked the indexes; nothing was written: run accelenv refresh again"
             )
-        changeset.commit(repo, changes, purpose="refresh", allowed=changeset.targets(path.name))
+        changeset.commit(repo, changes, purpose="refresh", allowed=refresh_targets(path.name))
 
 
 COMMANDS = {

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 # Ray 2.60 reads these once, when it is imported: every address it picks is then 127.0.0.1, and the local cluster
 # needs no token (tests/support/rayloop.py says why)
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+LABELS_SECONDS = 300.0  # what `accelenv labels` may take: its probes have timeouts of their own
 
 
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -49,18 +50,27 @@ def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def host_labels() -> dict[str, str]:
-    """This host's labels, from `accelenv labels --format ray-env` itself (empty, and said, when it fails)."""
-    import io
+    """This host's labels, from the command `accelenv labels --format ray-env` itself, run as a user would run it
+    before `ray start --labels-file` (empty, and said, when it fails). A command, not a call into the command line:
+    this script sits below it."""
     import json
+    import subprocess
 
-    from accelenv.cli import main as accelenv
+    from accelenv.host.run import run_in_group
 
-    out = io.StringIO()
-    if accelenv(["labels", "--format", "ray-env"], out=out) != 0:
-        sys.stderr.write("accelenv.cluster.local: the nodes start without labels (accelenv labels failed above)\n")
-        return {}
-    labels: dict[str, str] = json.loads(out.getvalue())
-    return labels
+    argv = [sys.executable, "-m", "accelenv", "labels", "--format", "ray-env"]
+    try:
+        done = run_in_group(argv, input_text="", timeout=LABELS_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        failed = f"it did not run ({error})"
+    else:
+        sys.stderr.write(done.stderr)
+        if done.returncode == 0:
+            labels: dict[str, str] = json.loads(done.stdout)
+            return labels
+        failed = "it failed above"
+    sys.stderr.write(f"accelenv.cluster.local: the nodes start without labels (accelenv labels: {failed})\n")
+    return {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -49,13 +49,14 @@ def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
     built-in one."""
     wanted = set(BUILTIN_PROBES if families is None else families)
     found: dict[str, FamilyProbe] = {f: builtin_probe(f) for f in BUILTIN_PROBES if f in wanted}
-    from accelenv.plugins import GuardedProbe, installed, probe_of
+    from accelenv.host.plugin_probes import GuardedProbe, probe_of
+    from accelenv.plugins import installed
 
     plugged = installed().loaded if families is None or wanted - set(BUILTIN_PROBES) else ()
     for plugin in plugged:  # each held to its promise: one that raises or hangs is an error of its view
         if families is None or plugin.family in wanted:
             found[plugin.family] = GuardedProbe(plugin.probe, plugin.package)
-    from accelenv.host.distmeta import declared_entry_points
+    from accelenv.distmeta import declared_entry_points
 
     for entry in declared_entry_points(PROBE_ENTRY_POINTS, sys.path):  # read bounded, not by importlib.metadata
         probe = probe_of(entry, entry.dist)
@@ -66,7 +67,7 @@ def probes(families: Iterable[str] | None = None) -> dict[str, FamilyProbe]:
 def plugins_installed(paths: Iterable[str] | None = None, *, group: str = PROBE_ENTRY_POINTS) -> bool:
     """Whether any distribution on `paths` (default sys.path) declares entry points of `group` (a quick look at
     the `entry_points.txt` files, which spares `importlib.metadata` when there are none)."""
-    from accelenv.host.distmeta import declares_entry_points
+    from accelenv.distmeta import declares_entry_points
 
     return declares_entry_points(group, sys.path if paths is None else paths)
 

@@ -17,7 +17,6 @@ comes first, then Kubernetes', then the cloud's, and every source is reported, a
 from __future__ import annotations
 
 import re
-import tomllib
 from typing import TYPE_CHECKING, Any, Literal
 
 from accelenv.records import field, frozen
@@ -139,6 +138,8 @@ def operator_facts(root: Root, environ: Mapping[str, str]) -> SourceAnswer:
     if text is None and (named or why):
         problems.append(f"{path}{f' ({FACTS_VARIABLE})' if named else ''} cannot be read{f': {why}' if why else ''}")
     elif text is not None:
+        import tomllib  # only where the operator wrote a facts file: labels runs on a node's start-up path
+
         try:
             data = tomllib.loads(text[:MAX_FILE])
         except tomllib.TOMLDecodeError as error:

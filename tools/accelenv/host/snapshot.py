@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from accelenv import __version__
 from accelenv.errors import UsageError
 from accelenv.fileio import read_text, write_atomic
-from accelenv.host.redact import redact_json
 from accelenv.host.report import HostReport
+from accelenv.redact import redact_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -69,8 +69,8 @@ def snapshot_problems(data: dict[str, Any]) -> list[str]:
     """Every way `data` (a loaded snapshot) departs from the snapshot format, each with its dotted key path
     (`report.python.distributions.torch: '2.9.1' is not of type 'array'`), in path order. The report must fit the
     published schema of `inspect --json` (schema/inspect.schema.json), raw tool outputs included."""
+    from accelenv.host.schema import inspect_schema
     from accelenv.matrix.schema_check import strict_validator  # patterns match whole strings, as ECMA-262
-    from accelenv.plan.schemas import inspect_schema
 
     envelope = {
         "type": "object",

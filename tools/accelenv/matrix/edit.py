@@ -400,7 +400,7 @@ def shown(text: str, limit: int = 80) -> str:
 
 
 def _check_id(kind: str, entry_id: str) -> None:
-    from accelenv.matrix.schema_values import ENV_ID, ENV_ID_MAX, ID, OS_LABEL
+    from accelenv.schema_values import ENV_ID, ENV_ID_MAX, ID, OS_LABEL
 
     pattern, hint, longest = {
         "os": (OS_LABEL, "an OS label such as ubuntu24.04", None),

@@ -119,7 +119,7 @@ def validate_text(text: str, source: str = "matrix.toml", *, plugins: Sequence[P
     broken: set[tuple[str, str]] = set()
     origin: dict[tuple[str, str], str] = {}
     if document.get("plugins"):
-        from accelenv.plugins.fragments import joined_with_declared
+        from accelenv.matrix.fragments import joined_with_declared
 
         joined = joined_with_declared(document, plugins)
         document, origin = joined.document, joined.origin
@@ -154,7 +154,7 @@ def validate_text(text: str, source: str = "matrix.toml", *, plugins: Sequence[P
 def _attributed(problems: list[Problem], origin: dict[tuple[str, str], str]) -> list[Problem]:
     if not origin:
         return problems
-    from accelenv.plugins.fragments import attribute
+    from accelenv.matrix.fragments import attribute
 
     return attribute(problems, origin)
 
@@ -165,7 +165,7 @@ def validate_file(path: Path) -> Validation:
     except UsageError as error:  # cannot be read, not a regular file, or too large
         raise MatrixNotFoundError(str(error)) from error
     validation = _validate_bytes(data, str(path))
-    from accelenv.plugins.fragments import unused_failures  # installed plugins that failed: named, never dropped
+    from accelenv.matrix.fragments import unused_failures  # installed plugins that failed: named, never dropped
 
     failed = unused_failures(validation.problems)
     return records.replace(validation, problems=(*failed, *validation.problems)) if failed else validation
@@ -215,7 +215,7 @@ def load_matrix(path: Path, *, use_cache: bool = True) -> Matrix:
             text = data.decode("utf-8")
             document = tomllib.loads(text)
             if document.get("plugins"):  # the joined document: its key covers the installed plugins' fragments
-                from accelenv.plugins.fragments import joined_with_declared
+                from accelenv.matrix.fragments import joined_with_declared
 
                 document = joined_with_declared(document, plugins).document
             entry = {"text": text, "document": document, "plugins": _fragments_bytes(plugins).decode()}
@@ -242,7 +242,7 @@ def model_from_text(text: str, source: str = "matrix.toml") -> Matrix:
         document = tomllib.loads(text)
         extra: list[Problem] = []
         if document.get("plugins"):  # a node joins its own installed plugins' fragments, as the driver did
-            from accelenv.plugins.fragments import joined_with_declared
+            from accelenv.matrix.fragments import joined_with_declared
 
             joined = joined_with_declared(document, None)
             document, extra = joined.document, [p for p in joined.problems if p.is_error]

@@ -20,7 +20,7 @@ from functools import cache
 
 from accelenv.matrix.model import PLATFORM_MACHINES, CiTier, FrameworkSource
 from accelenv.matrix.schema_hardware import driver_release, family, sku
-from accelenv.matrix.schema_values import (
+from accelenv.schema_values import (
     ARCH,
     DIGEST,
     ENV_ID,

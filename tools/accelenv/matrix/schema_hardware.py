@@ -6,7 +6,7 @@ vendor driver releases with the versions hosts report for them.
 from __future__ import annotations
 
 from accelenv.matrix.model import CiTier, Maturity
-from accelenv.matrix.schema_values import (
+from accelenv.schema_values import (
     ARCH,
     COLLECTIVE_BACKEND,
     DEVICE_NODE,

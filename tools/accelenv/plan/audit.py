@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from accelenv.plan.lock import PYPI, image_lock_path, lock_path, read_lock
+from accelenv.matrix.paths import lock_path
+from accelenv.plan.lock import PYPI, image_lock_path, read_lock
 from accelenv.plan.provenance import LockProvenance, assess, normal_index, relock
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.errors import UsageError
 from accelenv.fileio import read_bytes
-from accelenv.plan.run_url import in_run
+from accelenv.host.run_url import in_run
 from accelenv.records import frozen
 
 if TYPE_CHECKING:

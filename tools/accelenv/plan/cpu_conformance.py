@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelenv.matrix.paths import lock_path
 from accelenv.plan.device_session import choose_env, record_line
 from accelenv.plan.interpreters import find_interpreter, uv_binary
-from accelenv.plan.lock import lock_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -27,8 +27,9 @@ from accelenv.check.framework import declared, origin
 from accelenv.errors import UsageError
 from accelenv.fileio import read_bytes
 from accelenv.matrix.model import FrameworkSource
+from accelenv.matrix.paths import lock_path
 from accelenv.plan.interpreters import find_interpreter, missing_python_message, uv_binary
-from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state
+from accelenv.plan.lock import LockState, glibc_of, lock_state
 from accelenv.plan.sessions import hardware_flags
 
 if TYPE_CHECKING:

@@ -128,7 +128,7 @@ class Verifier:
     def _remember(self, file: Pinned, size: int) -> None:
         from accelenv.errors import AccelenvError
         from accelenv.fileio import write_atomic
-        from accelenv.host.redact import redact_text
+        from accelenv.redact import redact_text
 
         entry = self._entry(file)
         if entry is None:
@@ -141,7 +141,7 @@ class Verifier:
 
 
 def mismatch(file: Pinned, digest: str, received: int) -> str:
-    from accelenv.host.redact import redact_text
+    from accelenv.redact import redact_text
 
     return (
         f"{file.name}=={file.version}: {file.filename}: the index advertises sha256 {file.sha256}, but the file it "
@@ -166,7 +166,7 @@ def sha256_of(
     large download."""
     from accelenv import netio
     from accelenv.errors import AnswerTooLargeError, DeadlineExceededError, NetworkError
-    from accelenv.host.redact import redact_text
+    from accelenv.redact import redact_text
 
     shown = redact_text(url)
     limit = min(size, max_bytes) if size else max_bytes

@@ -66,6 +66,9 @@ def candidates(version: str, environ: dict[str, str] | None = None) -> list[str]
 def _runs_as(path: str, version: str) -> bool:
     if not os.access(path, os.X_OK):
         return False
+    with contextlib.suppress(OSError):
+        if sys.executable and Path(path).samefile(sys.executable):  # the Python running this: no child to ask
+            return f"{sys.version_info[0]}.{sys.version_info[1]}" == version
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         out = run_in_group([path, "-c", _PROBE], input_text="", timeout=20)
         return out.returncode == 0 and out.stdout.strip() == version

@@ -130,7 +130,8 @@ def page_data(
     matrix: Matrix, locks: Mapping[str, LockState] | None, images: Mapping[str, Unavailable | None] | None = None
 ) -> dict[str, Any]:
     """What the script needs: each SKU's cells (the picker), each environment's driver rule (the driver check).
-    `images`: why each environment's image cannot be built now (`plan.start.image_blockers`; absent: unknown)."""
+    `images`: why each environment's image cannot be built now (`build.readiness.image_blockers`; absent:
+    unknown)."""
     locks = locks or {}
     images = images or {}
     sessions: dict[str, str] = {}

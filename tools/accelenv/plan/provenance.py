@@ -189,7 +189,7 @@ def _pin(number: int, match: re.Match[str], lines: list[str]) -> Pin:
 def assess(text: str, declared: Iterable[str], *, where: str, env_id: str) -> LockProvenance:
     """What the lock `text` (the file `where`, of environment `env_id`) says about its pins' indexes and hashes,
     judged against the indexes the environment declares."""
-    from accelenv.host.redact import redact_text, terminal_safe
+    from accelenv.redact import redact_text, terminal_safe
 
     allowed = {normal_index(url) for url in declared}
     owner = env_id or "the image lock"

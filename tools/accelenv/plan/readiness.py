@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from accelenv.matrix.model import FrameworkSource
-from accelenv.plan.lock import LockState, glibc_of, lock_path, lock_state, os_lock_path, os_lock_state
+from accelenv.matrix.paths import lock_path
+from accelenv.plan.lock import LockState, glibc_of, lock_state, os_lock_path, os_lock_state
 from accelenv.plan.render import os_packages
 from accelenv.records import frozen
 

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 
 from accelenv.fileio import check_inside, read_text_if_exists, remove_stale_temps, write_atomic
 from accelenv.k8s import objects as k8s
+from accelenv.matrix.paths import LOCK_NAME
 from accelenv.matrix.resolve import resolve
-from accelenv.plan.lock import IMAGE_LOCK_NAME, LOCK_NAME, OS_LOCK_NAME, input_digest
+from accelenv.plan.lock import IMAGE_LOCK_NAME, OS_LOCK_NAME, input_digest
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from accelenv.matrix import Environment, Matrix, Runtime
@@ -421,3 +423,27 @@ def _remove_generated(repo: Path, rel: str) -> bool:
         if folder.name == k8s.FOLDER and not any(folder.parent.iterdir()):  # envs/<env>/ once its k8s/ is gone
             folder.parent.rmdir()
     return True
+
+
+def refresh_targets(matrix_name: str) -> Callable[[str], bool]:
+    """Whether a repository-relative path is one a change of `refresh` (`accelenv.changeset`) may write: the
+    matrix file `matrix_name` at the top, or a generated file or lock in an environment's folder
+    (`envs/<id>/env.json`, `images/<id>/Dockerfile`, `envs/<id>/k8s/deviceclass.yaml`)."""
+    import re
+
+    from accelenv.schema_values import ID
+
+    names = {
+        top: {*files, LOCK_NAME, OS_LOCK_NAME} if top == "envs" else set(files)
+        for top, files in GENERATED_NAMES.items()
+    }
+
+    def allowed(rel: str) -> bool:
+        if rel == matrix_name:
+            return "/" not in rel and rel.endswith(".toml")
+        parts = rel.split("/")
+        if len(parts) == 4 and parts[0] == "envs" and parts[2] == k8s.FOLDER:
+            return parts[3] in k8s.FILES and re.fullmatch(ID, parts[1]) is not None
+        return len(parts) == 3 and parts[2] in names.get(parts[0], ()) and re.fullmatch(ID, parts[1]) is not None
+
+    return allowed

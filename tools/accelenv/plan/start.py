@@ -3,8 +3,8 @@ environment's current state, and the page's stamp.
 
 A step that would fail now (a nox session without a current lock, `accelenv build` of an environment whose OS
 package lock is missing) is not offered as a command to copy: it is shown as not available, with why and the
-step that makes it available. The repository is read by `image_blockers` and `stamp_of` (edges, called by the
-command line); `gate` and `stamp_html` are pure.
+step that makes it available. The repository is read by `stamp_of` and `build.readiness.image_blockers`
+(edges, called by the command line); `gate` and `stamp_html` are pure.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from accelenv import records
 from accelenv.host.run import run_in_group
+from accelenv.matrix.paths import LOCK_NAME
 from accelenv.matrix.resolve import index_options, pip_command
-from accelenv.plan.lock import LOCK_NAME, LockState
+from accelenv.plan.lock import LockState
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
@@ -93,41 +94,10 @@ class Unavailable:
     fix: str
 
 
-def image_blockers(repo: Path, matrix: Matrix) -> dict[str, Unavailable | None]:
-    """Per environment, why `accelenv build ENV` would refuse now from this checkout (None: it builds, pulling
-    its base from the registry the matrix names): a lock that is not current, an OS package lock that is missing
-    or stale where the base lacks the environment's Python, or a stand-in's lock in the committed place."""
-    from accelenv.build.overrides import committed_standin_lock
-    from accelenv.plan.lock import OS_LOCK_NAME, glibc_of, lock_state, os_lock_state
-    from accelenv.plan.render import os_packages
-
-    found: dict[str, Unavailable | None] = {}
-    for env in matrix.envs.values():
-        reasons = []
-        state = lock_state(repo, env, glibc_of(matrix, env))
-        if state is not LockState.CURRENT:
-            reasons.append("it has no lock" if state is LockState.UNLOCKED else "its lock is stale")
-        if committed_standin_lock(repo, env.id):
-            reasons.append(f"its {OS_LOCK_NAME} was made against a local stand-in base")
-        packages = os_packages(matrix, env)
-        if packages:
-            base = matrix.runtimes[env.runtime].base_images[env.os].reference
-            os_state = os_lock_state(repo, env.id, base, packages)
-            if os_state is not LockState.CURRENT:
-                what = "has no" if os_state is LockState.UNLOCKED else "has a stale"
-                reasons.append(f"its base {base} lacks Python {env.python} and it {what} {OS_LOCK_NAME}")
-        found[env.id] = (
-            Unavailable(why=f"accelenv build refuses it now: {'; '.join(reasons)}", fix=f"accelenv lock {env.id}")
-            if reasons
-            else None
-        )
-    return found
-
-
 def gate(steps: list[Step], env: Environment, lock: LockState | None, image: Unavailable | None) -> list[Step]:
     """`steps` with those that would fail now marked not available: the nox session and the build need a
-    current lock (a lock state the page does not know leaves them offered); the build needs what `image_blockers`
-    found."""
+    current lock (a lock state the page does not know leaves them offered); the build needs what
+    `build.readiness.image_blockers` found."""
     lock_fix = f"accelenv lock {env.id}"
     lock_why = {
         LockState.UNLOCKED: f"envs/{env.id}/requirements.lock does not exist",

@@ -2,7 +2,7 @@
 
 A plugin is a peer of the built-in families. Its entry point names an object (or a callable returning one) that
 satisfies `FamilyPlugin`: the family id, its matrix fragment (TOML text, validated with the main matrix by the
-same schema and rules, `accelenv.plugins.fragments`), its probe, its conformance adapter and the folder of its
+same schema and rules, `accelenv.matrix.fragments`), its probe, its conformance adapter and the folder of its
 device tests. Ray's resource and visible-devices variable are matrix data (`families.<id>.ray_resource`,
 `ray_visible_devices_env`), so they come with the fragment.
 
@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from accelenv.records import frozen
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
-    from accelenv.host.probes import FamilyProbe, ProbeContext, ToolView
-    from accelenv.host.run import ToolResult
+    from accelenv.host.probes import FamilyProbe
 
 ENTRY_POINTS = "accelenv.families"
 LOAD_SECONDS = 10.0  # what one plugin may take to import and answer; a plugin that hangs is named after it
@@ -123,7 +122,7 @@ def declared(paths: Iterable[str] | None = None) -> bool:
     `entry_points.txt` files, which spares importing `importlib.metadata` when none does)."""
     import sys
 
-    from accelenv.host.distmeta import declares_entry_points
+    from accelenv.distmeta import declares_entry_points
 
     return declares_entry_points(ENTRY_POINTS, sys.path if paths is None else paths)
 
@@ -138,7 +137,7 @@ def installed() -> Plugins:
     if "installed" not in _cache:
         import sys
 
-        from accelenv.host.distmeta import declared_entry_points
+        from accelenv.distmeta import declared_entry_points
 
         entries = [(entry, entry.dist) for entry in declared_entry_points(ENTRY_POINTS, sys.path)]
         _cache["installed"] = load_plugins(entries)
@@ -165,8 +164,8 @@ def load_plugins(entries: Sequence[tuple[EntryPoint, str]], *, seconds: float = 
 
 def _bounded(work: Callable[[], Plugin | str], seconds: float) -> Plugin | str:
     """`work()` in a daemon thread; its reason when it raised or did not finish within `seconds`."""
-    outcome = _call(work, seconds)
-    if isinstance(outcome, _Fault):
+    outcome = bounded_call(work, seconds)
+    if isinstance(outcome, Fault):
         return (
             f"loading it {outcome.what}"
             if "raised" in outcome.what
@@ -178,7 +177,7 @@ def _bounded(work: Callable[[], Plugin | str], seconds: float) -> Plugin | str:
 def _load(entry: EntryPoint, package: str) -> Plugin | str:
     import re
 
-    from accelenv.matrix.schema_values import COLLECTIVE_BACKEND, ID
+    from accelenv.schema_values import COLLECTIVE_BACKEND, ID
 
     target = entry.load()
     # the entry point may name the plugin object, its class, or a function that returns it
@@ -303,87 +302,16 @@ def plugin_rows(plugins: Plugins | None = None) -> list[dict[str, str]]:
     return rows
 
 
-PROBE_SECONDS = 10.0  # what a plugin's probe may take to name its commands or read their results
-
-
-class GuardedProbe:
-    """A plugin's probe held to the `FamilyProbe` promise: `commands()` and `interpret()` run within
-    `PROBE_SECONDS`, and a probe that raises or hangs becomes an error of its family's view (named with its
-    package), never a traceback or a check that does not end. Tools' own timeouts are the runner's business."""
-
-    def __init__(self, probe: FamilyProbe, package: str, seconds: float = PROBE_SECONDS) -> None:
-        self.family: str = str(probe.family)
-        self._probe = probe
-        self._package = package
-        self._seconds = seconds
-        self._fault: str | None = None
-
-    def commands(self) -> dict[str, list[str]]:
-        result = _call(self._probe.commands, self._seconds)
-        if isinstance(result, _Fault):
-            self._fault = f"commands() {result.what}"
-            return {}
-        if not isinstance(result, dict) or not all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v) for k, v in result.items()
-        ):
-            self._fault = "commands() did not return {key: [argv, ...]}"
-            return {}
-        return result
-
-    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
-        from accelenv.host.probes import ToolView
-
-        if self._fault is not None:
-            return ToolView(errors=(self._said(self._fault),))
-        view = _call(lambda: self._probe.interpret(ctx, results), self._seconds)
-        if isinstance(view, _Fault):
-            return ToolView(errors=(self._said(f"interpret() {view.what}"),))
-        if not isinstance(view, ToolView):
-            return ToolView(errors=(self._said("interpret() did not return a ToolView"),))
-        return view
-
-    def _said(self, what: str) -> str:
-        return f"the probe of plugin {self._package} (family {self.family}) failed: {what}"
-
-
-class FailedProbe:
-    """The stand-in for a probe that could not be made (its `accelenv.probes` entry point raised or hung): its
-    family's view carries why, so `inspect` and `check` say it."""
-
-    def __init__(self, family: str, why: str) -> None:
-        self.family = family
-        self._why = why
-
-    def commands(self) -> dict[str, list[str]]:
-        return {}
-
-    def interpret(self, ctx: ProbeContext, results: Mapping[str, ToolResult]) -> ToolView:
-        from accelenv.host.probes import ToolView
-
-        return ToolView(errors=(self._why,))
-
-
-def probe_of(entry: EntryPoint, package: str, seconds: float = PROBE_SECONDS) -> FamilyProbe:
-    """The probe an `accelenv.probes` entry point names (`family = "module:Class"`), made within `seconds` and
-    guarded; a failed one stands in as `FailedProbe` for the family the entry point is named after."""
-
-    def make() -> object:  # the import and the constructor, both within the time
-        factory: Any = entry.load()
-        return factory()
-
-    made = _call(make, seconds)
-    if isinstance(made, _Fault) or not isinstance(getattr(made, "family", None), str):
-        what = made.what if isinstance(made, _Fault) else "made an object with no family"
-        return FailedProbe(entry.name, f"the probe of plugin {package} (accelenv.probes {entry.name!r}) {what}")
-    return GuardedProbe(made, package, seconds)  # type: ignore[arg-type]
-
-
 @frozen
-class _Fault:
+class Fault:
+    """What went wrong with a call to a plugin: it raised (the first line of its error), or did not return."""
+
     what: str
 
 
-def _call(work: Callable[[], object], seconds: float) -> object:
+def bounded_call(work: Callable[[], object], seconds: float) -> object:
+    """`work()` in a daemon thread, within `seconds`: what it returned, or a `Fault` saying how it failed (a
+    plugin's fault is reported, never raised; the probes' guard, `accelenv.host.plugin_probes`, uses it too)."""
     box: list[object] = []
 
     def run() -> None:
@@ -391,11 +319,11 @@ def _call(work: Callable[[], object], seconds: float) -> object:
             box.append(work())
         except BaseException as error:  # a plugin's fault is reported, never raised
             first = (str(error).splitlines() or [""])[0][:300]
-            box.append(_Fault(what=f"raised {type(error).__name__}: {first}"))
+            box.append(Fault(what=f"raised {type(error).__name__}: {first}"))
 
     thread = threading.Thread(target=run, name="accelenv-plugin-probe", daemon=True)
     thread.start()
     thread.join(seconds)
     if thread.is_alive() or not box:
-        return _Fault(what=f"did not return within {seconds:g} s")
+        return Fault(what=f"did not return within {seconds:g} s")
     return box[0]

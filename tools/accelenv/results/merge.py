@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from accelenv.errors import UsageError
 from accelenv.fileio import check_writable, read_text_if_exists, write_atomic
-from accelenv.host.redact import one_line
+from accelenv.redact import one_line
 from accelenv.results.record import MAX_RECORD, SUFFIX
 
 if TYPE_CHECKING:

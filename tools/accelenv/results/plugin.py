@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from accelenv.host.redact import redact_text
+from accelenv.redact import redact_text
 from accelenv.results.record import SUFFIX, check_record, format_time
 from accelenv.results.schema import FORMAT
 
@@ -327,7 +327,7 @@ def _frameworks(env: Environment) -> list[dict[str, Any]]:
 def _lock_sha256(env: Environment) -> str | None:
     import hashlib
 
-    from accelenv.plan.lock import lock_path
+    from accelenv.matrix.paths import lock_path
 
     path = lock_path(_repo(), env.id)
     from accelenv.fileio import read_bytes
@@ -366,7 +366,7 @@ def runner_name(environ: dict[str, str] | os._Environ[str] = os.environ) -> str 
     printable, at most 200 characters."""
     import socket
 
-    from accelenv.host.redact import redact_text
+    from accelenv.redact import redact_text
 
     name = next((environ[v] for v in RUNNER_VARIABLES if environ.get(v)), None) or socket.gethostname()
     clean = "".join(ch for ch in redact_text(name) if ch.isprintable()).strip()[:200]
@@ -374,7 +374,7 @@ def runner_name(environ: dict[str, str] | os._Environ[str] = os.environ) -> str 
 
 
 def _run_url() -> str | None:
-    from accelenv.plan.run_url import run_url  # GitHub's run, Buildkite's job, or what `accelenv run` passed in
+    from accelenv.host.run_url import run_url  # GitHub's run, Buildkite's job, or what `accelenv run` passed in
 
     return run_url(os.environ)
 

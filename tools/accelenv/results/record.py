@@ -93,7 +93,7 @@ class Refused:
 
 def parse_time(text: str) -> int | None:
     """Seconds since 1970 of a record's `2026-12-01T21:00:00Z`, or None."""
-    from accelenv.build.image_config import rfc3339_seconds
+    from accelenv.timestamps import rfc3339_seconds
 
     return rfc3339_seconds(text)
 
@@ -354,19 +354,6 @@ def read_record(path: Path, matrix: Matrix, *, now: float | None = None) -> Reco
     if reason is not None:
         return Refused(path=str(path), reason=reason)
     return record_of(data, str(path), matrix)
-
-
-def lock_digests(repo: Path, matrix: Matrix) -> dict[str, str | None]:
-    """Each environment's lock file sha256 today (None: not locked): a record of another lock proves that lock."""
-    import hashlib
-
-    from accelenv.plan.lock import lock_path
-
-    out: dict[str, str | None] = {}
-    for env_id in matrix.envs:
-        path = lock_path(repo, env_id)
-        out[env_id] = hashlib.sha256(read_bytes(path, what="lock file")).hexdigest() if path.is_file() else None
-    return out
 
 
 def record_files(paths: Iterable[Path]) -> list[Path]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelenv.matrix.schema_values import ENV_ID
+from accelenv.schema_values import ENV_ID
 
 Json = dict[str, Any]
 BASE = "https://accelenv.dev/schema/"

@@ -24,8 +24,8 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from accelenv.host.redact import redact_text
 from accelenv.records import frozen
+from accelenv.redact import redact_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -34,7 +34,7 @@ def installed_distributions(paths: list[str] | None = None) -> dict[str, list[st
             if match:
                 name, version = match.group("name"), match.group("version")
             else:  # only layouts whose folder name does not say (egg-info) pay for reading the metadata
-                from accelenv.host.distmeta import name_and_version
+                from accelenv.distmeta import name_and_version
 
                 found = name_and_version(child)
                 if found is None:
