@@ -11,8 +11,10 @@ can give the devices.
 from __future__ import annotations
 
 import json
+import shutil
 import socketserver
 import struct
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -123,8 +125,17 @@ BARE = {"ServerVersion": "20.10.24", "Runtimes": {"runc": {}}}
 
 
 @pytest.fixture
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """start(version, info, env=...) -> the Engine record; DOCKER_HOST points at it."""
+def sockets() -> Iterator[Path]:
+    """A short folder for the stand-ins' sockets: a unix socket's path must fit in 107 bytes, and pytest's
+    temporary folders (a worker's under pytest-xdist) can be longer."""
+    folder = Path(tempfile.mkdtemp(prefix="accelenv-engine-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def stand_in(sockets: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """start(version, info, env=...) -> the Engine record; DOCKER_HOST points at it (sockets/engine<n>.sock)."""
     servers: list[Server] = []
 
     def start(
@@ -134,7 +145,7 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         label = "sha256:" + ("0" * 64 if stale else env_hash(matrix, matrix.envs[env]))
         engine = Engine(version=version, info=info, labels={f"{LABEL_PREFIX}.env-hash": label})
         Handler.engine = engine
-        socket_path = tmp_path / f"engine{len(servers)}.sock"
+        socket_path = sockets / f"engine{len(servers)}.sock"
         server = Server(str(socket_path), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
@@ -271,7 +282,7 @@ def test_an_image_of_another_matrix_is_refused_unless_stale_ok(
 
 
 def test_inspect_engine_says_which_families_run_can_serve(
-    stand_in: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    stand_in: Any, sockets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`inspect --engine` asks the engine DOCKER_HOST reaches (not only the default socket) and judges every family
     as `run` would: the same host tree (--root), the same choice and reason, or the refusal with its fix."""
@@ -282,7 +293,7 @@ def test_inspect_engine_says_which_families_run_can_serve(
     lines = capsys.readouterr().out.splitlines()
     (engine,) = [line for line in lines if line.startswith("engine ")]
     assert engine.endswith(
-        "Docker 28.2.2 at unix://" + str(tmp_path / "engine0.sock") + ": CDI on (/etc/cdi, "
+        "Docker 28.2.2 at unix://" + str(sockets / "engine0.sock") + ": CDI on (/etc/cdi, "
         "/var/run/cdi); runtimes nvidia, runc"
     )
     verdicts = {

@@ -316,6 +316,7 @@ def test_show_and_ci_name_a_plugin_that_failed(
     from accelenv.plugins import PluginFailure, Plugins
 
     broken = PluginFailure(name="x", package="bad-hangs", reason="it did not load within 10 s (its import hangs)")
+    monkeypatch.setenv("COLUMNS", "200")  # the table wraps to the terminal: one wide enough keeps each reason whole
     monkeypatch.setitem(plugins._cache, "installed", Plugins(loaded=(ascend(),), failures=(broken,)))
     monkeypatch.setattr(plugins, "declared", lambda paths=None: True)
     assert main(["--matrix", str(REPO / "matrix.toml"), "show", "--plugins"]) == 1
