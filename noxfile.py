@@ -1,6 +1,7 @@
 """nox sessions. Thin on purpose: the logic lives in the accelenv package.
 
-nox -s lint tests        the test suite (what .ci/run runs)
+nox -s quick             the inner loop: unit and hostile tests, on every core (no engine, cluster or network)
+nox -s lint tests        the whole test suite, on every core (what .ci/run runs)
 nox -s validate          check matrix.toml and the committed generated files
 nox -s cpu               the cpu family's default environment: check the host, install the lock, run its tests
 nox -s gpu-nvidia        likewise for NVIDIA (gpu-amd, tpu, neuron, gaudi); one session per environment too
@@ -10,7 +11,9 @@ nox -l                   every session with its family, runtime and Python
 from __future__ import annotations
 
 import atexit
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import nox
@@ -59,21 +62,47 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "tests/hostile")
 
 
+# The slowest tests of every run are printed, so one that starts to creep is seen when it starts.
+DURATIONS = ("--durations=25", "--durations-min=5")
+
+
+def _workers() -> str:
+    """pytest-xdist's worker count for the whole suite: twice the cores, at least 4. Most of the integration
+    tests' time is spent waiting (on the engine, the network on loopback, a Ray cluster starting), so more workers
+    than cores keep the cores busy; the unit and hostile tests fill the gaps."""
+    return str(max(4, 2 * (os.cpu_count() or 1)))
+
+
+def _temproot() -> dict[str, str]:
+    """pytest's temporary folders under a root of this run's own: a shared /tmp/pytest-of-<user>, cleaned by
+    earlier or concurrent runs, leaves pytest's walk of it (_pytest.pathlib.find_prefixed) holding a directory
+    listing open when a folder vanishes under it, a ResourceWarning that warnings-as-errors turns into a failure."""
+    return {"PYTEST_DEBUG_TEMPROOT": tempfile.mkdtemp(prefix="accelenv-pytest-")}
+
+
+@nox.session(python=PYTHON)
+def quick(session: nox.Session) -> None:
+    """The inner loop: the unit and hostile tests (no engine, no Ray cluster, no network), one worker a core."""
+    session.install("-e", ".[dev]", *PLUGINS)
+    session.run("pytest", "tests/unit", "tests/hostile", "-n", "auto", *DURATIONS, *session.posargs, env=_temproot())
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """pytest: unit tests (no network, no docker, no vendor tools) and integration tests."""
+    """pytest: unit tests (no network, no docker, no vendor tools) and integration tests, in parallel."""
     session.install("-e", ".[dev]", *PLUGINS)
-    # 600 s per test (the slowest, an emulated arm64 image build, takes about 4 minutes on 2 cores): a hung test
-    # fails with its stack and the run goes on. Given here, not in pyproject.toml: the device tests run with that
-    # file's pytest settings in environments that have no pytest-timeout.
-    # pytest's temporary folders under a root of this run's own: a shared /tmp/pytest-of-<user>, cleaned by earlier
-    # or concurrent runs, leaves pytest's walk of it (_pytest.pathlib.find_prefixed) holding a directory listing
-    # open when a folder vanishes under it, a ResourceWarning that warnings-as-errors turns into a failed run
-    import tempfile
-
-    temproot = tempfile.mkdtemp(prefix="accelenv-pytest-")
+    # 900 s per test (the slowest, an emulated arm64 image build, takes about 7 minutes on 2 cores beside the
+    # other workers): a hung test fails with its stack and the run goes on. Given here, not in pyproject.toml: the
+    # device tests run with that file's pytest settings in environments that have no pytest-timeout.
     session.run(
-        "pytest", "--timeout=600", "--timeout-method=signal", *session.posargs, env={"PYTEST_DEBUG_TEMPROOT": temproot}
+        "pytest",
+        "-n",
+        _workers(),
+        "--timeout=900",
+        "--timeout-method=signal",
+        *DURATIONS,
+        *session.posargs,
+        env=_temproot(),
     )
 
 

@@ -27,6 +27,19 @@ if TYPE_CHECKING:
 rayloop.before_ray()  # before any test imports Ray: every local cluster on loopback
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked heavy first, the longest first, the rest in their order: pytest-xdist hands the first tests
+    out one a worker in turn, so the minutes-long ones start on different workers at once and the quick ones fill
+    in around them, instead of one of them starting last and the run waiting for it alone. (This hook sees every
+    test of the session, the unit and hostile ones too.)"""
+
+    def weight(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("heavy")
+        return -float(marker.kwargs.get("seconds", 60)) if marker is not None else 0.0
+
+    items.sort(key=weight)  # stable: the order of equals is kept
+
+
 @pytest.fixture
 def ray_loopback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """The arguments every node of a test's local Ray cluster starts with: on loopback, with its own HOME, auth

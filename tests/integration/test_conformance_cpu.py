@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.heavy(seconds=70)
 def test_the_cpu_suite_proves_cpu_py311(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import jsonschema
 
@@ -70,6 +71,7 @@ def test_the_cpu_suite_proves_cpu_py311(tmp_path: Path, capsys: pytest.CaptureFi
     assert ("gpu-nvidia-cu132", "h200") in stale
 
 
+@pytest.mark.heavy(seconds=65)
 def test_the_jax_path_runs_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A JAX group of one process per CPU slot across two loopback Ray nodes (XLA's CPU collectives over gloo),
     training matched against numpy, a member killed and the run recovered, the figures; as the TPU sessions run it."""
@@ -115,6 +117,7 @@ RDT_DEFECTS = {
 }
 
 
+@pytest.mark.heavy(seconds=230)
 def test_the_rdt_suite_moves_tensors_over_gloo_between_two_loopback_nodes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

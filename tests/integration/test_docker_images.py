@@ -30,6 +30,7 @@ def accelenv(matrix: Path, *args: str) -> int:
     return main(["--matrix", str(matrix), *args])
 
 
+@pytest.mark.heavy(seconds=100)
 def test_build_noop_verify_run_and_break(
     engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +130,7 @@ def test_a_missing_base_image_is_not_built_and_leaves_no_tag(
     assert engine.image("accelenv-missing:ci-image-cpu-py311") is None
 
 
+@pytest.mark.heavy(seconds=115)
 def test_reproducible_image_from_a_network_off_build(
     engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -188,6 +190,7 @@ def test_engine_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pa
 REGISTRY = os.environ.get("ACCELENV_CI_REGISTRY", "localhost:5000")
 
 
+@pytest.mark.heavy(seconds=70)
 def test_push_to_a_registry_then_skip(
     engine: object, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -58,6 +58,7 @@ def _build(matrix: Path, capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     return document
 
 
+@pytest.mark.heavy(seconds=420)
 def test_arm64_image_reproducible_verified_and_pushed_with_its_amd64_sibling(
     engine: object, arm64_ready: None, repository: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -118,6 +118,7 @@ def accelenv(matrix: Path, *args: str) -> int:
     return main(["--matrix", str(matrix), *args])
 
 
+@pytest.mark.heavy(seconds=285)
 def test_build_verify_run_prune_on_podman(
     podman: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

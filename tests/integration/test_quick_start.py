@@ -72,6 +72,7 @@ def bash(line: str, cwd: Path, environ: dict[str, str]) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.heavy(seconds=35)
 def test_the_quick_start_runs_as_written_from_a_pep_668_python(tmp_path: Path) -> None:
     if not SYSTEM_PYTHON.exists() or not externally_managed(SYSTEM_PYTHON):
         pytest.skip(f"{SYSTEM_PYTHON} is not an externally managed (PEP 668) Python: not the case this test is for")

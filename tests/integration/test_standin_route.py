@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 STANDIN = "accelenv-standin/debian12:bookworm-minbase"
 
 
+@pytest.mark.heavy(seconds=70)
 def test_cpu_py311_builds_from_a_fresh_clone_on_a_stand_in_base(
     tmp_path: Path, engine: DockerEngine, repository: str
 ) -> None:

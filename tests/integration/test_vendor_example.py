@@ -48,6 +48,7 @@ def test_the_guide_has_a_worked_example() -> None:
     assert "python -m pytest tests/unit -q -x" in commands
 
 
+@pytest.mark.heavy(seconds=60)
 def test_the_worked_example_ends_green(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is needed to list the repository's files")
