@@ -8,13 +8,13 @@ import http.server
 import os
 import subprocess
 import sys
-import threading
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 import tomlkit
 from hostilekit import REPO, accelenv, assert_clean_error
+from netkit import serving
 
 from accelenv.cli import main
 from accelenv.errors import WriteFailedError
@@ -76,7 +76,7 @@ class _SlowRegistry:
 @pytest.fixture
 def slow_registry() -> Iterator[_SlowRegistry]:
     server = _SlowRegistry(delay=4.0)
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread = serving(server.httpd)
     thread.start()
     yield server
     server.httpd.shutdown()
