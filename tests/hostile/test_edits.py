@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import tomlkit
-from hostilekit import REPO, accelenv, assert_clean_error
+from hostilekit import REPO, accelenv_here, assert_clean_error
 from netkit import serving
 
 from accelenv.cli import main
@@ -172,7 +172,7 @@ def test_broken_matrices_and_arguments_are_clean_errors(
         original = matrix.read_bytes()
         matrix.write_bytes(content + (original if content.startswith(b"\xef\xbb\xbf") else b""))
     before = matrix.read_bytes()
-    result = accelenv("--matrix", str(matrix), *argv)
+    result = accelenv_here("--matrix", str(matrix), *argv)
     if argv == ["validate"]:  # validate reports on standard output
         result.stderr, result.stdout = result.stdout, result.stderr
     assert_clean_error(result, code=code, says=says)
