@@ -37,6 +37,13 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", connect)
 
 
+@pytest.fixture(autouse=True)
+def _no_asked_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No $COLUMNS from the test run (an xdist worker has COLUMNS=80): the commands here, and the processes they
+    start, write the whole lines a pipe gets, as they do in a serial run."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def _forbidden(what: str) -> NoReturn:
     raise AssertionError(f"hostile tests must not {what}: build the hostile thing on loopback or in tmp_path")
 

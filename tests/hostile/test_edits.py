@@ -8,13 +8,13 @@ import http.server
 import os
 import subprocess
 import sys
-import threading
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 import tomlkit
-from hostilekit import REPO, accelenv, assert_clean_error
+from hostilekit import REPO, accelenv_here, assert_clean_error
+from netkit import serving
 
 from accelenv.cli import main
 from accelenv.errors import WriteFailedError
@@ -76,7 +76,7 @@ class _SlowRegistry:
 @pytest.fixture
 def slow_registry() -> Iterator[_SlowRegistry]:
     server = _SlowRegistry(delay=4.0)
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread = serving(server.httpd)
     thread.start()
     yield server
     server.httpd.shutdown()
@@ -172,7 +172,7 @@ def test_broken_matrices_and_arguments_are_clean_errors(
         original = matrix.read_bytes()
         matrix.write_bytes(content + (original if content.startswith(b"\xef\xbb\xbf") else b""))
     before = matrix.read_bytes()
-    result = accelenv("--matrix", str(matrix), *argv)
+    result = accelenv_here("--matrix", str(matrix), *argv)
     if argv == ["validate"]:  # validate reports on standard output
         result.stderr, result.stdout = result.stdout, result.stderr
     assert_clean_error(result, code=code, says=says)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 import pytest
 from hostilekit import REPO, accelenv, assert_clean_error, char_device, tool
 from hostkit import make_root
+from netkit import serving
 
 from accelenv.host.run import MAX_OUTPUT, ToolRunner
 from accelenv.matrix.regexes import backtracking_risk
@@ -242,7 +243,7 @@ class _EndlessRegistry:
 @pytest.fixture
 def endless() -> Iterator[_EndlessRegistry]:
     server = _EndlessRegistry()
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread = serving(server.httpd)
     thread.start()
     yield server
     server.httpd.shutdown()
@@ -308,13 +309,19 @@ class _Answer:
 
 
 @pytest.fixture
-def silent_port() -> Iterator[int]:
+def silent() -> Iterator[socket.socket]:
     """A TCP port on loopback that accepts connections and never says a word (a Ray address that hangs)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    yield listener.getsockname()[1]
+    yield listener
     listener.close()
+
+
+@pytest.fixture
+def silent_port(silent: socket.socket) -> int:
+    port: int = silent.getsockname()[1]
+    return port
 
 
 def _ray_installed() -> None:
@@ -356,18 +363,25 @@ def _ctrl_c_as_at_a_terminal() -> Iterator[None]:
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)])
-def test_ray_connect_gives_way_to_signals(matrix: Path, silent_port: int, sig: int, code: int) -> None:
+def test_ray_connect_gives_way_to_signals(matrix: Path, silent: socket.socket, sig: int, code: int) -> None:
     _ray_installed()
     with _ctrl_c_as_at_a_terminal():
         process = subprocess.Popen(
             [sys.executable, "-m", "accelenv", "--matrix", str(matrix), "check", "cpu-py311", "--ray",
-             f"127.0.0.1:{silent_port}", "--ray-timeout", "300"],
+             f"127.0.0.1:{silent.getsockname()[1]}", "--ray-timeout", "300"],
             env={**os.environ, "PYTHONPATH": str(REPO / "tools")},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
-    time.sleep(4)  # Ray imported, ray.init waiting on the silent port
+    silent.settimeout(60)
+    try:  # Ray imported, accelenv's reachability probe: ray.init starts in its thread as the probe ends
+        connection, _ = silent.accept()
+    except TimeoutError:  # pragma: no cover - a failure of the test's own set-up
+        process.kill()
+        _, err = process.communicate()
+        pytest.fail(f"accelenv never reached the silent port: {err}")
+    time.sleep(0.5)  # ray.init under way, the main thread in the wait the signal must end
     process.send_signal(sig)
     try:
         _, err = process.communicate(timeout=15)
@@ -375,6 +389,8 @@ def test_ray_connect_gives_way_to_signals(matrix: Path, silent_port: int, sig: i
         process.kill()
         process.communicate()  # reaped here, so a failure here is reported here alone
         pytest.fail(f"accelenv ignored signal {sig} while connecting to Ray")
+    finally:
+        connection.close()
     assert process.returncode == code, err
 
 
@@ -382,7 +398,6 @@ def test_the_ray_connect_wait_gives_way_to_a_signal_another_thread_took() -> Non
     """A process signal goes to any thread that does not block it, Ray's own threads among them; the handler then
     runs only when the main thread is back in the interpreter. The wait for Ray's connect must come back to it
     (short waits), or Ctrl-C waits for the whole --ray-timeout. Delivered here to a bystander thread on purpose."""
-    import threading
 
     from accelenv.cluster.ray import _wait
 

@@ -9,7 +9,7 @@ import tracemalloc
 from typing import TYPE_CHECKING
 
 import pytest
-from hostilekit import accelenv, assert_clean_error
+from hostilekit import accelenv_here, assert_clean_error
 from hostkit import FakeRunner, Pci, make_root
 from reference import REFERENCE_MATRIX
 
@@ -58,10 +58,10 @@ def test_visible_devices_values_are_findings(tmp_path: Path, value: str) -> None
 def test_snapshots_with_wrong_types_are_usage_errors(matrix: Path, tmp_path: Path, change: object, says: str) -> None:
     snapshot = tmp_path / "snap.json"
     root = make_root(tmp_path / "root")
-    made = accelenv("--matrix", str(matrix), "snapshot", "--root", str(root), "-o", str(snapshot))
+    made = accelenv_here("--matrix", str(matrix), "snapshot", "--root", str(root), "-o", str(snapshot))
     assert made.returncode == 0, made.stderr
     data = json.loads(snapshot.read_text())
     change(data["report"])  # type: ignore[operator]
     snapshot.write_text(json.dumps(data))
-    result = accelenv("--matrix", str(matrix), "check", "gpu-nvidia-cu128", "--snapshot", str(snapshot))
+    result = accelenv_here("--matrix", str(matrix), "check", "gpu-nvidia-cu128", "--snapshot", str(snapshot))
     assert_clean_error(result, code=2, says=says)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from netkit import serving
 
 from accelenv.plan.digests import MAX_FILE, FileCheckError, Verifier, sha256_of
 
@@ -76,7 +77,7 @@ class _Index:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = serving(self.httpd)
 
     def url(self, path: str) -> str:
         return f"http://bot:{PASSWORD}@127.0.0.1:{self.httpd.server_address[1]}{path}"

@@ -11,7 +11,7 @@ import subprocess
 from typing import TYPE_CHECKING
 
 import pytest
-from hostilekit import accelenv, assert_clean_error
+from hostilekit import accelenv, accelenv_here, assert_clean_error
 
 from accelenv.cli import main
 from accelenv.errors import UsageError, WriteFailedError
@@ -72,7 +72,7 @@ def _one_problem_per_line(stderr: str) -> None:
 )
 def test_hostile_ids_and_keys_are_clean_one_line_errors(matrix: Path, argv: list[str], says: str) -> None:
     before = matrix.read_bytes()
-    result = accelenv("--matrix", str(matrix), *argv)
+    result = accelenv_here("--matrix", str(matrix), *argv)
     assert_clean_error(result, code=2, says=says)
     _one_problem_per_line(result.stderr)
     assert len(result.stderr) < 2000
@@ -99,7 +99,7 @@ def test_hostile_ids_and_keys_are_clean_one_line_errors(matrix: Path, argv: list
 )
 def test_values_that_would_break_the_matrix_are_refused(matrix: Path, argv: list[str], says: str) -> None:
     before = matrix.read_bytes()
-    result = accelenv("--matrix", str(matrix), *argv)
+    result = accelenv_here("--matrix", str(matrix), *argv)
     assert_clean_error(result, code=1, says=says)
     assert "nothing written" in result.stderr
     assert matrix.read_bytes() == before
@@ -119,7 +119,7 @@ def test_values_that_would_break_the_matrix_are_refused(matrix: Path, argv: list
 def test_skus_that_is_not_a_list_is_never_overwritten(matrix: Path, skus: str, what: str, command: str) -> None:
     """Before: `attach l4 env` replaced `skus = "h100-sxm"` (or a table) with `["l4"]`, losing what was there."""
     before = _edit(matrix, CU129, skus)
-    result = accelenv("--matrix", str(matrix), command, "l4", "gpu-nvidia-cu129")
+    result = accelenv_here("--matrix", str(matrix), command, "l4", "gpu-nvidia-cu129")
     assert_clean_error(result, code=2, says=f"envs.gpu-nvidia-cu129.skus is {what}, not a list of SKU ids")
     assert "not a list of SKU ids" in result.stderr
     assert matrix.read_bytes() == before

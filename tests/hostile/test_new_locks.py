@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from hostilekit import accelenv, assert_clean_error
+from netkit import serving
 
 from accelenv.build.context import MAX_DEB, BuildError, fetch_debs
 from accelenv.errors import UsageError
@@ -258,7 +259,7 @@ class _Archive:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = serving(self.httpd)
 
     def url(self, path: str, *, host: str = "127.0.0.1", userinfo: str = "") -> str:
         return f"http://{userinfo}{host}:{self.port}{path}"

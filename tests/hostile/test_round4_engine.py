@@ -10,11 +10,11 @@ import contextlib
 import json
 import socket
 import socketserver
-import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
+from netkit import serving
 
 from accelenv.build import engine as engine_module
 from accelenv.build.engine import EngineError, connect
@@ -79,7 +79,7 @@ def engine(
     else:
         server = _TCP(("127.0.0.1", 0), handler)
         monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = serving(server)
     thread.start()
     try:
         yield

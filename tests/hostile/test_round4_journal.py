@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hostilekit import accelenv, assert_clean_error
+from hostilekit import accelenv, accelenv_here, assert_clean_error
 from reference import REFERENCE_MATRIX
 
 from accelenv import changeset
@@ -60,7 +60,7 @@ def test_a_planted_journal_writes_nothing_outside_what_a_refresh_writes(tmp_path
     repo = _repo(tmp_path)
     _plant(repo, {target: {"old": None, "new": "[core]\n\tfsmonitor = touch /tmp/pwned\n"}})
     before = _snapshot(repo)
-    result = accelenv("--matrix", str(repo / "matrix.toml"), "refresh", how)
+    result = accelenv_here("--matrix", str(repo / "matrix.toml"), "refresh", how)
     assert_clean_error(result, code=2, says="no change writes")
     assert _snapshot(repo) == before
 
@@ -114,7 +114,7 @@ def test_a_file_holding_either_side_is_finished(tmp_path: Path) -> None:
 def test_a_journals_purpose_is_never_echoed_into_a_command(tmp_path: Path, purpose: object) -> None:
     repo = _repo(tmp_path)
     _plant(repo, {"matrix.toml": {"old": MATRIX_TEXT, "new": MATRIX_TEXT}}, purpose=purpose)
-    result = accelenv("--matrix", str(repo / "matrix.toml"), "render")
+    result = accelenv_here("--matrix", str(repo / "matrix.toml"), "render")
     assert_clean_error(result, code=2, says="journal does not read")
     if isinstance(purpose, str) and purpose != "lock":
         assert purpose not in result.stderr

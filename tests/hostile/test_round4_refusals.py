@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
-from hostilekit import accelenv, assert_clean_error
+from hostilekit import accelenv, accelenv_here, assert_clean_error
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 @pytest.mark.parametrize("size", ["lots", "16", "0g", "16gb", "-1g", "1e9m", "16g\n", ""])
 def test_a_shm_size_that_is_not_a_size_is_a_usage_error(matrix: Path, size: str) -> None:
-    result = accelenv("--matrix", str(matrix), "run", "cpu-py311", "--shm-size", size, "--", "true")
+    result = accelenv_here("--matrix", str(matrix), "run", "cpu-py311", "--shm-size", size, "--", "true")
     assert_clean_error(result, code=2, says="--shm-size")
 
 

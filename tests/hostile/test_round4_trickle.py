@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import socketserver
-import threading
 import time
 from typing import TYPE_CHECKING, ClassVar
+
+from netkit import serving
 
 from accelenv import netio
 from accelenv.upstream.indexes import IndexClient
@@ -43,7 +44,7 @@ def trickling() -> Iterator[tuple[str, list[bytes]]]:
     """A loopback index that trickles every answer, and the request lines it was sent."""
     seen: list[bytes] = []
     server = _Server(("127.0.0.1", 0), type("Handler", (_Trickle,), {"requests": seen}))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serving(server).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", seen
     finally:

@@ -12,7 +12,7 @@ import pytest
 import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import REFERENCE_TEXT
+from reference import reference_document
 
 from accelenv.matrix import validate_text
 from accelenv.matrix.schema import matrix_schema
@@ -26,7 +26,7 @@ LINE_BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\u2028", "\u2029"]
 
 
 def _changed(change: Callable[[Any], None]) -> str:
-    document = tomlkit.parse(REFERENCE_TEXT)
+    document = reference_document()
     change(document)
     return tomlkit.dumps(document)
 

@@ -164,12 +164,13 @@ class LoopbackServer:
 
     def __init__(self, folder: Path) -> None:
         import functools
-        import threading
+
+        from netkit import serving
 
         handler = functools.partial(_QuietHandler, directory=str(folder))
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = serving(self.httpd)
 
     def __enter__(self) -> LoopbackServer:
         self.thread.start()

@@ -30,6 +30,13 @@ def _no_outside_world(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", connect)
 
 
+@pytest.fixture(autouse=True)
+def _no_asked_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No $COLUMNS from the test run: the tables of a command fit it even under a pipe, so an inherited one (an
+    xdist worker has COLUMNS=80) wraps the lines a test looks for. A test of the fitting sets its own."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def fake_root(tmp_path: Path) -> Callable[..., Path]:
     """Build a host tree under a temporary folder: `fake_root(pci=[Pci(...)], modules={...}, files={...})`."""

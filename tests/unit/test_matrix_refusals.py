@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import tomlkit
-from reference import REFERENCE_MATRIX
+from reference import REFERENCE_MATRIX, reference_document
 
 import accelenv.matrix.load
 from accelenv.cli import main
@@ -31,7 +31,7 @@ Doc = Any  # a tomlkit document: dict-like, keeps formatting so line numbers sta
 
 def _edit(change: Callable[[Doc], None]) -> Callable[[], str]:
     def make() -> str:
-        doc = tomlkit.parse(SHIPPED)
+        doc = reference_document()  # SHIPPED, parsed once
         change(doc)
         return tomlkit.dumps(doc)
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import tomlkit
 from hostkit import FakeRunner, Pci, capture, make_root, reorder_query
-from reference import REFERENCE_MATRIX, REFERENCE_TEXT
+from reference import REFERENCE_MATRIX, reference_document
 
 from accelenv.check.rank import rank_environments
 from accelenv.host.discover import discover
@@ -108,7 +108,7 @@ def _tree(page: str) -> _Tree:
 
 def _with(**changes: Any) -> Matrix:
     """The reference matrix with values replaced, keys joined by `__` (`skus__l4__name=...`; `_` in a key is `-`)."""
-    document = tomlkit.parse(REFERENCE_TEXT)
+    document = reference_document()
     for path, value in changes.items():
         *parents, leaf = path.split("__")
         table: Any = document

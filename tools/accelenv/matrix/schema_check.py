@@ -35,10 +35,18 @@ def strict_validator(schema: Json) -> jsonschema.protocols.Validator:
     """A validator for `schema` whose `pattern` must match the whole string, as ECMA-262 (the schema's own
     regex dialect) anchors it. jsonschema runs `re.search`, where `$` also matches before a final newline:
     `^[a-z]+$` would accept "cpu-evil\n". Every schema accelenv validates with goes through here."""
-    base = jsonschema.validators.validator_for(schema)
-    cls = jsonschema.validators.extend(base, validators={"pattern": _whole_pattern})  # type: ignore[no-untyped-call]
-    validator: jsonschema.protocols.Validator = cls(schema)
+    validator: jsonschema.protocols.Validator = _strict_class(jsonschema.validators.validator_for(schema))(schema)
     return validator
+
+
+@cache
+def _strict_class(base: type[jsonschema.protocols.Validator]) -> type[jsonschema.protocols.Validator]:
+    """`base` with whole-string patterns: made once a draft, as extending a validator class builds a new class
+    (1 ms, twenty times the cost of validating a short document)."""
+    cls: type[jsonschema.protocols.Validator] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        base, validators={"pattern": _whole_pattern}
+    )
+    return cls
 
 
 def _whole_pattern(
