@@ -84,7 +84,18 @@ def _temproot() -> dict[str, str]:
 def quick(session: nox.Session) -> None:
     """The inner loop: the unit and hostile tests (no engine, no Ray cluster, no network), one worker a core."""
     session.install("-e", ".[dev]", *PLUGINS)
-    session.run("pytest", "tests/unit", "tests/hostile", "-n", "auto", *DURATIONS, *session.posargs, env=_temproot())
+    session.run(
+        "pytest",
+        "tests/unit",
+        "tests/hostile",
+        "-n",
+        "auto",
+        "--timeout=300",
+        "--timeout-method=signal",
+        *DURATIONS,
+        *session.posargs,
+        env=_temproot(),
+    )
 
 
 @nox.session(python=PYTHON)
