@@ -109,6 +109,8 @@ def tests(session: nox.Session) -> None:
         "pytest",
         "-n",
         _workers(),
+        "--dist",
+        "loadgroup",  # a test at a time, in the order tests/integration/conftest.py gives (the heavy ones spread)
         "--timeout=900",
         "--timeout-method=signal",
         *DURATIONS,

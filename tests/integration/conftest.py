@@ -27,17 +27,28 @@ if TYPE_CHECKING:
 rayloop.before_ray()  # before any test imports Ray: every local cluster on loopback
 
 
+# light tests between two heavy ones in the run's order: pytest-xdist's loadgroup scheduler keeps two or three tests
+# queued a worker, so a heavy test queued right behind another would wait for it on the same worker
+STRIDE = 100
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked heavy first, the longest first, the rest in their order: pytest-xdist hands the first tests
-    out one a worker in turn, so the minutes-long ones start on different workers at once and the quick ones fill
-    in around them, instead of one of them starting last and the run waiting for it alone. (This hook sees every
-    test of the session, the unit and hostile ones too.)"""
+    """The tests marked heavy spread over the start of the run, the longest first, STRIDE light tests apart; the
+    rest keep their order. pytest-xdist (--dist loadgroup, a test at a time) hands them out in this order, so the
+    minutes-long tests start early on different workers and the quick ones fill in around them, instead of one
+    heavy test starting last, or behind another, and the run waiting for it. (This hook sees every test of the
+    session, the unit and hostile ones too.)"""
 
-    def weight(item: pytest.Item) -> float:
+    def seconds(item: pytest.Item) -> float:
         marker = item.get_closest_marker("heavy")
-        return -float(marker.kwargs.get("seconds", 60)) if marker is not None else 0.0
+        return float(marker.kwargs.get("seconds", 60)) if marker is not None else 0.0
 
-    items.sort(key=weight)  # stable: the order of equals is kept
+    heavy = sorted((item for item in items if seconds(item)), key=seconds, reverse=True)
+    light = [item for item in items if not seconds(item)]
+    order: list[pytest.Item] = []
+    for index, item in enumerate(heavy):
+        order += [item, *light[index * STRIDE : (index + 1) * STRIDE]]
+    items[:] = order + light[len(heavy) * STRIDE :]
 
 
 @pytest.fixture
