@@ -73,50 +73,31 @@ def _workers() -> str:
     return str(max(4, 2 * (os.cpu_count() or 1)))
 
 
-def _temproot() -> dict[str, str]:
-    """pytest's temporary folders under a root of this run's own: a shared /tmp/pytest-of-<user>, cleaned by
-    earlier or concurrent runs, leaves pytest's walk of it (_pytest.pathlib.find_prefixed) holding a directory
-    listing open when a folder vanishes under it, a ResourceWarning that warnings-as-errors turns into a failure."""
-    return {"PYTEST_DEBUG_TEMPROOT": tempfile.mkdtemp(prefix="accelenv-pytest-")}
+def _pytest(session: nox.Session, *args: str, timeout: int) -> None:
+    """pytest with the suite's plugins installed, `timeout` seconds a test (a hung test fails with its stack and
+    the run goes on; given here, not in pyproject.toml, because the device tests run with that file's settings in
+    environments without pytest-timeout), the slowest tests printed, and a temporary root of the run's own: a shared
+    /tmp/pytest-of-<user>, cleaned by earlier or concurrent runs, leaves pytest's walk of it
+    (_pytest.pathlib.find_prefixed) holding a directory listing open when a folder vanishes under it, a
+    ResourceWarning that warnings-as-errors turns into a failure."""
+    session.install("-e", ".[dev]", *PLUGINS)
+    temproot = tempfile.mkdtemp(prefix="accelenv-pytest-")
+    limits = (f"--timeout={timeout}", "--timeout-method=signal")
+    session.run("pytest", *args, *limits, *DURATIONS, *session.posargs, env={"PYTEST_DEBUG_TEMPROOT": temproot})
 
 
 @nox.session(python=PYTHON)
 def quick(session: nox.Session) -> None:
     """The inner loop: the unit and hostile tests (no engine, no Ray cluster, no network), one worker a core."""
-    session.install("-e", ".[dev]", *PLUGINS)
-    session.run(
-        "pytest",
-        "tests/unit",
-        "tests/hostile",
-        "-n",
-        "auto",
-        "--timeout=300",
-        "--timeout-method=signal",
-        *DURATIONS,
-        *session.posargs,
-        env=_temproot(),
-    )
+    _pytest(session, "tests/unit", "tests/hostile", "-n", "auto", timeout=300)
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """pytest: unit tests (no network, no docker, no vendor tools) and integration tests, in parallel."""
-    session.install("-e", ".[dev]", *PLUGINS)
-    # 900 s per test (the slowest, an emulated arm64 image build, takes about 7 minutes on 2 cores beside the
-    # other workers): a hung test fails with its stack and the run goes on. Given here, not in pyproject.toml: the
-    # device tests run with that file's pytest settings in environments that have no pytest-timeout.
-    session.run(
-        "pytest",
-        "-n",
-        _workers(),
-        "--dist",
-        "loadgroup",  # a test at a time, in the order tests/integration/conftest.py gives (the heavy ones spread)
-        "--timeout=900",
-        "--timeout-method=signal",
-        *DURATIONS,
-        *session.posargs,
-        env=_temproot(),
-    )
+    """pytest: unit tests (no network, no docker, no vendor tools) and integration tests, in parallel: a test at a
+    time (--dist loadgroup), in the order tests/integration/conftest.py gives (the heavy tests spread over the
+    start). 900 s a test: the slowest, an emulated arm64 image build, takes about 7 minutes beside the others."""
+    _pytest(session, "-n", _workers(), "--dist", "loadgroup", timeout=900)
 
 
 @nox.session(python=PYTHON)
