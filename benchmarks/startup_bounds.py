@@ -15,23 +15,19 @@ not accelenv's).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
+from check_latency import BARE, ENTRY, child_env, seconds  # beside this file: how check_latency.py runs a command
+
 REPO = Path(__file__).resolve().parents[1]
-ENTRY = "import sys; from accelenv.cli import main; sys.exit(main())"
 CHECK_BOUND = 6.0  # check / python -c pass
 LABELS_BOUND = 1.2  # labels / check
 
 
-def seconds(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    code = subprocess.run(argv, capture_output=True, check=False, cwd=REPO, env=env).returncode
-    took = time.perf_counter() - start
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    took, code = seconds(argv, cwd=REPO, env=env)
     if code not in (0, 1):  # 1: a verdict of fail on this host, still a full run
         raise SystemExit(f"{' '.join(argv)} exited {code}")
     return took
@@ -42,10 +38,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=31, help="rounds of the three commands (default %(default)s)")
     parser.add_argument("--env", default="cpu-py311", help="environment to check and label (default %(default)s)")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(REPO / "tools")
+    env = child_env(REPO / "tools")
     commands = {
-        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -c pass": BARE,
         f"accelenv check {args.env}": [sys.executable, "-c", ENTRY, "check", args.env],
         f"accelenv labels --env {args.env} --format ray": [
             *[sys.executable, "-c", ENTRY],
@@ -54,11 +49,11 @@ def main() -> int:
     }
     names = list(commands)
     for name in names:
-        seconds(commands[name], env)
+        timed(commands[name], env)
     took: dict[str, list[float]] = {name: [] for name in names}
     for i in range(args.rounds):
         for name in names[i % 3 :] + names[: i % 3]:
-            took[name].append(seconds(commands[name], env))
+            took[name].append(timed(commands[name], env))
     bare, check, labels = (took[name] for name in names)
     check_ratio = statistics.median(c / b for c, b in zip(check, bare, strict=True))
     labels_ratio = statistics.median(lab / c for lab, c in zip(labels, check, strict=True))
