@@ -148,7 +148,8 @@ def test_the_rdt_suite_moves_tensors_over_gloo_between_two_loopback_nodes(
     assert record["host"]["nodes"] >= 2
     tests = {t["id"].split("::")[-1]: t for t in record["tests"]}
     failed = {name: defect_of(t["reason"]) for name, t in tests.items() if t["outcome"] != "passed"}
-    assert {name: cause[0] if cause else None for name, cause in failed.items()} == RDT_DEFECTS, failed
+    reasons = {name: t["reason"] for name, t in tests.items() if t["outcome"] != "passed"}
+    assert {name: cause[0] if cause else None for name, cause in failed.items()} == RDT_DEFECTS, reasons
     assert {name for name, t in tests.items() if t["outcome"] == "passed"} == {
         "test_rdt_tensors_arrive_bit_identical[GLOO-node]",
         "test_rdt_tensors_arrive_bit_identical[GLOO-cluster]",

@@ -23,11 +23,16 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+# RAY_worker_niceness: Ray starts its workers (every actor) at niceness 15, below the raylet and the driver. That
+# suits a node that runs only Ray; here the tests around a cluster run at niceness 0 (QEMU's emulated builds, the
+# image builds, Podman), and an actor at 15 beside them got a few percent of a core: a restart or a group took
+# minutes and the bounds of the conformance suite failed. At 0 the actors share the machine like everything else.
+ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled", "RAY_worker_niceness": "0"}
 
 
 def before_ray() -> None:
-    """Set Ray's loopback switches for this process (and its children) unless a cluster was named."""
+    """Set Ray's loopback switches and its workers' niceness for this process (and its children) unless a cluster
+    was named."""
     if os.environ.get("RAY_ADDRESS") or "ray" in sys.modules:
         return
     for key, value in ENV.items():

@@ -204,12 +204,16 @@ def pair(family: str, transport: str, scope: str, *, receiver_enabled: bool = Tr
         actor(family, transport, node, resources, enabled=enabled, restarts=restarts)
         for node, enabled in zip(nodes, (True, receiver_enabled), strict=True)
     ]
-    pids = ray.get([e.pid.remote() for e in ends], timeout=180)
-    group = None
-    if transport in GROUP_BACKEND:
-        group = bounded(
-            lambda: create_collective_group(ends, backend=GROUP_BACKEND[transport]), 120, "forming the group"
-        )
+    try:
+        pids = ray.get([e.pid.remote() for e in ends], timeout=180)
+        group = None
+        if transport in GROUP_BACKEND:
+            group = bounded(
+                lambda: create_collective_group(ends, backend=GROUP_BACKEND[transport]), 120, "forming the group"
+            )
+    except BaseException:  # a pair that never formed ends here: its actors would hold their slots for good
+        end(*ends)
+        raise
     return Pair(sender=ends[0], receiver=ends[1], group=group, pids=(int(pids[0]), int(pids[1])))
 
 
