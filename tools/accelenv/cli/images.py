@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from accelenv.matrix.model import Environment, Matrix
 
 
-RUN_TIMEOUT = 300.0  # seconds an engine call may take: creating a container copies the image on vfs (Podman here)
+# seconds an engine call may take: creating a container copies the whole image on vfs storage (Podman without overlay)
+RUN_TIMEOUT = 300.0
 
 
 def _lock_text(repo: Path, env_id: str) -> str:
