@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from reference import REFERENCE_MATRIX
@@ -255,6 +255,39 @@ def test_a_failed_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
     log = Path(result.log).read_text()  # type: ignore[attr-defined]
     assert "Step 1/2 : FROM base" in log
     assert "FAILED: the build failed: RUN exited 1" in log
+
+
+LOST = "the build failed: failed to export image: failed to set parent sha256:9f: unknown parent image ID sha256:9f"
+
+
+@pytest.mark.parametrize(
+    ("errors", "status", "builds"),
+    [
+        ([LOST], "built", 2),  # a cached layer removed meanwhile: built again, once
+        ([LOST, LOST], "failed", 2),  # lost again: the second failure is the answer
+        (["the build failed: No such image: sha256:0b5e"], "built", 2),  # lost before a step's container
+        (["the base image is not available: No such image: acme/base:1"], "failed", 1),  # a base is no cache
+        (["the build failed: RUN exited 1"], "failed", 1),  # any other failure is not tried again
+    ],
+)
+def test_a_build_that_lost_a_cached_layer_is_built_again_once(
+    matrix: Matrix, tmp_path: Path, errors: list[str], status: str, builds: int
+) -> None:
+    class Losing(FakeEngine):
+        def build(self, context: str, **kwargs: Any) -> str:
+            if errors:
+                self.fail = errors.pop(0)
+            else:
+                self.fail = None
+            return super().build(context, **kwargs)
+
+    engine = Losing()
+    (result,) = build(engine, [plan(matrix)], tmp_path)
+    assert result.status == status  # type: ignore[attr-defined]
+    assert [c for c in engine.calls if c[0] == "build"] == [("build", "context")] * builds
+    log = Path(result.log).read_text()  # type: ignore[attr-defined]
+    assert log.count("Step 1/2 : FROM base") == builds
+    assert ("lost a cached layer" in log) == (builds == 2)
 
 
 def test_context_failure_is_a_failed_build_not_a_crash(matrix: Matrix, tmp_path: Path) -> None:

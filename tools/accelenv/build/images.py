@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from accelenv.matrix import Environment, Matrix
 
 _STEP = re.compile(r"\AStep (\d+)/(\d+) : (.*)\Z")
+# the classic builder reuses cached layers as untagged images; a removal elsewhere (`prune`, `docker rmi`, another
+# build's clean-up) may delete one between the step that reused it and the next commit: the build then fails with
+# one of these (at the commit, or when a step's container is made from the lost layer), and the same build run again
+# rebuilds that layer; a missing base is named by its reference, never by a bare id
+_CACHE_LOST = re.compile(r"unknown parent image ID|No such image: sha256:[0-9a-f]+", re.IGNORECASE)
 
 
 @frozen
@@ -228,14 +233,25 @@ def _build_one(
         try:
             ctx(plan, context)
             out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] context ready (wheels checked on the host)\n")
-            image_id = engine.build(
-                str(context),
-                tag=None,
-                nocache=nocache,
-                on_line=on_line,
-                buildargs={"BASE_IMAGE": plan.base_pin, "SOURCE_DATE_EPOCH": str(plan.epoch)},
-                platform=plan.platform,
-            )
+            for attempt in (1, 2):
+                try:
+                    image_id = engine.build(
+                        str(context),
+                        tag=None,
+                        nocache=nocache,
+                        on_line=on_line,
+                        buildargs={"BASE_IMAGE": plan.base_pin, "SOURCE_DATE_EPOCH": str(plan.epoch)},
+                        platform=plan.platform,
+                    )
+                    break
+                except EngineError as error:
+                    if attempt == 2 or not _CACHE_LOST.search(str(error)):
+                        raise
+                    lines.append(f"the engine lost a cached layer while building ({error}); building again")
+                    out.write(
+                        f"{plan.env}: [{time.monotonic() - start:6.1f}s] the engine lost a cached layer while "
+                        "building (an image removed meanwhile); building again\n"
+                    )
         except KeyboardInterrupt:
             failed("interrupted")
             raise
