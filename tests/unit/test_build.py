@@ -24,7 +24,14 @@ from accelenv.build.context import (
 )
 from accelenv.build.engine import EngineError, EngineInfo, ImageInfo, RunSpec
 from accelenv.build.image_config import image_id, normalise
-from accelenv.build.images import build_images, locked_pins, normalise_image, run_spec, summary
+from accelenv.build.images import (
+    HOLD_REPOSITORY,
+    build_images,
+    locked_pins,
+    normalise_image,
+    run_spec,
+    summary,
+)
 from accelenv.host.root import Root
 from accelenv.matrix import Matrix, load_matrix, validate_text
 from accelenv.plan.lock import OsLock, OsPackage, image_requirements, parse_apt_output, parse_os_lock, render_os_lock
@@ -70,6 +77,7 @@ class FakeEngine:
         self.registry = registry if registry is not None else set()
         self.calls: list[tuple[str, ...]] = []
         self.indexes: dict[str, dict[str, str]] = {}
+        self.build_tag: str | None = None
 
     def info(self) -> EngineInfo:
         return EngineInfo(host="fake", api_version="1.41", server_version="20.10", os="linux", arch="amd64")
@@ -93,11 +101,15 @@ class FakeEngine:
         self.calls.append(("build", Path(context).name))
         self.platform = platform
         self.buildargs = dict(buildargs or {})
+        self.build_tag = tag
         on_line("Step 1/2 : FROM base")
         if self.fail:
             raise EngineError(self.fail)
         on_line("Step 2/2 : CMD x")
-        return self._add(builder_config(len(self.calls)))
+        built = self._add(builder_config(len(self.calls)))
+        if tag:  # the engine tags a build only when it succeeds
+            self.images[tag] = ImageInfo(id=built, tags=(tag,), labels={}, size=2**20, layers=())
+        return built
 
     def _add(self, config: bytes) -> str:
         built = image_id(config)
@@ -120,8 +132,11 @@ class FakeEngine:
         self.images[reference] = ImageInfo(id=image_id, tags=(reference,), labels={}, size=2**20, layers=())
 
     def remove(self, reference: str) -> None:
+        """As `docker rmi`: a tag goes; the image goes with its last tag (or when named by its id)."""
         self.calls.append(("remove", reference))
-        self.images.pop(reference, None)
+        info = self.images.pop(reference, None)
+        if info is not None and not any(i.id == info.id for r, i in self.images.items() if r != info.id):
+            self.images.pop(info.id, None)
 
     def run(self, spec: RunSpec, on_line: Callable[[str], None], on_error: Callable[[str], None] | None = None) -> int:
         return 0
@@ -198,7 +213,8 @@ def test_the_image_gets_the_id_of_its_canonical_config_build_after_build(matrix:
     assert first.reproducible_id is True  # type: ignore[attr-defined]
     assert engine.images[p.content_tag].id == engine.images[p.human_tag].id == expected
     assert not set(builders) & set(engine.images)  # the builder's images are gone
-    assert [c[0] for c in engine.calls][:6] == ["build", "save", "load", "remove", "tag", "tag"]
+    assert [c[0] for c in engine.calls][:7] == ["build", "save", "load", "tag", "tag", "tag", "remove"]
+    assert not [r for r in engine.images if r.startswith(HOLD_REPOSITORY)]
     canonical = json.loads(engine.configs[expected])
     assert canonical["created"] == "2025-06-01T12:00:00Z"  # the base's time: SOURCE_DATE_EPOCH
     assert [h["created"] for h in canonical["history"]] == ["2025-06-01T12:00:00.1Z", "2025-06-01T12:00:00Z"]
@@ -216,7 +232,8 @@ def test_an_engine_that_cannot_load_the_config_keeps_the_builders_image(matrix: 
     built = next(c[1] for c in engine.calls if c[0] == "save")
     assert (result.status, result.image_id, result.reproducible_id) == ("built", built, False)
     assert engine.images[p.content_tag].id == built
-    assert ("remove", built) not in engine.calls
+    assert built in engine.images  # its hold tag went, its content tag stays
+    assert not [r for r in engine.images if r.startswith(HOLD_REPOSITORY)]
     assert "warning: the image id is not reproducible (the builder's, " in out.getvalue()
     assert "WARNING: the image keeps the builder's id" in (tmp_path / "cpu-py311.log").read_text()
 
@@ -225,7 +242,9 @@ def test_without_a_reproducible_id_nothing_is_saved_or_loaded(matrix: Matrix, tm
     engine = FakeEngine()
     (result,) = build(engine, [plan(matrix)], tmp_path, reproducible_id=False)
     assert result.reproducible_id is False  # type: ignore[attr-defined]
-    assert [c[0] for c in engine.calls] == ["build", "tag", "tag", "tag"]  # content, <human>-amd64, human
+    assert [c[0] for c in engine.calls] == ["build", "tag", "tag", "tag", "remove"]  # content, <human>-amd64, human
+    assert engine.calls[-1] == ("remove", engine.build_tag)  # the hold tag only: the image stays under its own
+    assert result.image_id in engine.images  # type: ignore[attr-defined]
 
 
 def test_an_interrupt_while_the_id_is_made_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:
@@ -236,14 +255,54 @@ def test_an_interrupt_while_the_id_is_made_leaves_no_tag(matrix: Matrix, tmp_pat
     assert "FAILED: interrupted" in (tmp_path / "logs" / "cpu-py311.log").read_text()
 
 
-def test_a_builder_image_tagged_by_someone_stays() -> None:
+def test_a_builder_image_tagged_by_someone_stays(matrix: Matrix, tmp_path: Path) -> None:
+    """Another build of the same content got the same image from the cache and holds it: this build's clean-up
+    removes its own hold tag only, and the other build can still tag what it built."""
+
+    class Shared(FakeEngine):
+        def build(self, context: str, **kwargs: Any) -> str:
+            built = super().build(context, **kwargs)
+            self.images["accelenv-build-hold:cpu-py311-other"] = ImageInfo(
+                id=built, tags=("accelenv-build-hold:cpu-py311-other",), labels={}, size=1, layers=()
+            )
+            return built
+
+    engine = Shared()
+    (result,) = build(engine, [plan(matrix)], tmp_path)
+    built = next(c[1] for c in engine.calls if c[0] == "save")
+    assert result.image_id != built  # type: ignore[attr-defined]
+    assert built in engine.images
+    assert engine.build_tag not in engine.images
+    assert engine.images["accelenv-build-hold:cpu-py311-other"].id == built
+
+
+def test_normalise_image_gives_the_canonical_config_and_leaves_the_builders_image() -> None:
     engine = FakeEngine()
     built = engine._add(builder_config(1))
-    engine.images[built] = ImageInfo(id=built, tags=("mine:kept",), labels={}, size=1, layers=())
     new = normalise_image(engine, built, epoch=0)
     assert new != built
     assert built in engine.images
     assert json.loads(engine.configs[new])["created"] == "1970-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("registry_fails", [False, True])
+def test_the_hold_tag_goes_however_the_build_ends(matrix: Matrix, tmp_path: Path, registry_fails: bool) -> None:
+    """Built and pushed, or built and the push refused: the image was held under a tag of its own while accelenv
+    worked on it, and the tag is gone afterwards."""
+
+    class Pushing(FakeEngine):
+        def push(self, reference: str, on_line: Callable[[str], None]) -> None:
+            if registry_fails:
+                raise EngineError("push refused: denied")
+            super().push(reference, on_line)
+
+    engine = Pushing()
+    (result,) = build(engine, [plan(matrix)], tmp_path, push="registry.example/acme")
+    assert result.status == ("failed" if registry_fails else "built")  # type: ignore[attr-defined]
+    assert engine.build_tag is not None
+    assert engine.build_tag.startswith(f"{HOLD_REPOSITORY}:cpu-py311-")
+    assert ("remove", engine.build_tag) in engine.calls
+    assert not [r for r in engine.images if r.startswith(HOLD_REPOSITORY)]
 
 
 def test_a_failed_build_leaves_no_tag(matrix: Matrix, tmp_path: Path) -> None:

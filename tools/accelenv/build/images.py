@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +42,9 @@ _STEP = re.compile(r"\AStep (\d+)/(\d+) : (.*)\Z")
 # one of these (at the commit, or when a step's container is made from the lost layer), and the same build run again
 # rebuilds that layer; a missing base is named by its reference, never by a bare id
 _CACHE_LOST = re.compile(r"unknown parent image ID|No such image: sha256:[0-9a-f]+", re.IGNORECASE)
+# the builder's image is tagged `accelenv-build-hold:<env>-<random>` until accelenv has tagged it: another build of the
+# same content gets the same image from the cache, and its clean-up (or a prune) would otherwise remove it meanwhile
+HOLD_REPOSITORY = "accelenv-build-hold"
 
 
 @frozen
@@ -226,90 +230,107 @@ def _build_one(
             platform=plan.platform,
         )
 
+    def note(text: str) -> None:
+        lines.append(text)
+        out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] {text}\n")
+
     emulated = "" if plan.native else f", {plan.platform} under QEMU emulation"
     out.write(f"{plan.env}: building {plan.content_tag} on {plan.base_image}{emulated}\n")
+    hold = f"{HOLD_REPOSITORY}:{plan.env}-{secrets.token_hex(8)}"
     with tempfile.TemporaryDirectory(prefix=f"accelenv-{plan.env}-") as folder:
         context = Path(folder) / "context"
         try:
             ctx(plan, context)
             out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] context ready (wheels checked on the host)\n")
-            for attempt in (1, 2):
-                try:
-                    image_id = engine.build(
-                        str(context),
-                        tag=None,
-                        nocache=nocache,
-                        on_line=on_line,
-                        buildargs={"BASE_IMAGE": plan.base_pin, "SOURCE_DATE_EPOCH": str(plan.epoch)},
-                        platform=plan.platform,
-                    )
-                    break
-                except EngineError as error:
-                    if attempt == 2 or not _CACHE_LOST.search(str(error)):
-                        raise
-                    lines.append(f"the engine lost a cached layer while building ({error}); building again")
-                    out.write(
-                        f"{plan.env}: [{time.monotonic() - start:6.1f}s] the engine lost a cached layer while "
-                        "building (an image removed meanwhile); building again\n"
-                    )
+            image_id = _engine_build(engine, plan, context, hold, nocache=nocache, on_line=on_line, note=note)
         except KeyboardInterrupt:
             failed("interrupted")
             raise
         except (EngineError, BuildError, OSError) as error:  # the engine, or context assembly (pip, file system)
             return failed(str(error))
-    normalised = False
-    if reproducible_id:  # after the context is gone: it holds every wheel
-        began = time.monotonic()
-        try:
-            image_id = normalise_image(engine, image_id, epoch=plan.epoch)
-            normalised = True
-            lines.append(f"reproducible image id {image_id} ({time.monotonic() - began:.1f}s)")
-            out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] reproducible image id {image_id[:19]}\n")
-        except KeyboardInterrupt:
-            failed("interrupted")
-            raise
-        except (EngineError, ValueError) as error:  # the image is sound; only its id is the builder's
-            lines.append(f"WARNING: the image keeps the builder's id {image_id}: {error}")
-            out.write(
-                f"{plan.env}: warning: the image id is not reproducible (the builder's, {image_id[:19]}): {error}\n"
-            )
-    _tag_locally(engine, image_id, plan)
     try:
-        _push(engine, image_id, remotes, out)
-    except EngineError as error:
-        return failed(str(error))
-    info = engine.image(plan.content_tag)
-    write_atomic(log_path, "\n".join(lines) + "\n", inside=logs.parent.parent)  # the tree holding .accelenv
-    seconds = time.monotonic() - start
-    size = info.size if info else None
-    out.write(f"{plan.env}: built {plan.human_tag} in {seconds:.1f}s, {_size(size)} (log: {log_path})\n")
-    return BuildResult(
-        env=plan.env,
-        status="built",
-        content_tag=plan.content_tag,
-        human_tag=plan.human_tag,
-        image_id=image_id,
-        size=size,
-        seconds=seconds,
-        log=str(log_path),
-        reproducible_id=normalised,
-        platform=plan.platform,
-    )
+        normalised = False
+        if reproducible_id:  # after the context is gone: it holds every wheel
+            began = time.monotonic()
+            try:
+                image_id = normalise_image(engine, image_id, epoch=plan.epoch)
+                normalised = True
+                lines.append(f"reproducible image id {image_id} ({time.monotonic() - began:.1f}s)")
+                out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] reproducible image id {image_id[:19]}\n")
+            except KeyboardInterrupt:
+                failed("interrupted")
+                raise
+            except (EngineError, ValueError) as error:  # the image is sound; only its id is the builder's
+                lines.append(f"WARNING: the image keeps the builder's id {image_id}: {error}")
+                out.write(
+                    f"{plan.env}: warning: the image id is not reproducible (the builder's, {image_id[:19]}): {error}\n"
+                )
+        _tag_locally(engine, image_id, plan)
+        try:
+            _push(engine, image_id, remotes, out)
+        except EngineError as error:
+            return failed(str(error))
+        info = engine.image(plan.content_tag)
+        write_atomic(log_path, "\n".join(lines) + "\n", inside=logs.parent.parent)  # the tree holding .accelenv
+        seconds = time.monotonic() - start
+        size = info.size if info else None
+        out.write(f"{plan.env}: built {plan.human_tag} in {seconds:.1f}s, {_size(size)} (log: {log_path})\n")
+        return BuildResult(
+            env=plan.env,
+            status="built",
+            content_tag=plan.content_tag,
+            human_tag=plan.human_tag,
+            image_id=image_id,
+            size=size,
+            seconds=seconds,
+            log=str(log_path),
+            reproducible_id=normalised,
+            platform=plan.platform,
+        )
+    finally:  # the builder's image loses its last tag when it got a new id: it goes, with its untagged parents
+        with contextlib.suppress(EngineError):
+            engine.remove(hold)
 
 
 def normalise_image(engine: Engine, built: str, *, epoch: int) -> str:
     """The image `built` again, under the id of its canonical config (`image_config.normalise`: the builder's
     times clamped to `epoch`, its container left out), loaded from that config alone on the layers the build
-    made; so the same inputs give the same id. Then the builder's image is removed, with its untagged parents as
-    `docker rmi` does (the final stage's steps; the other stages' cache stays), unless something tagged it.
-    Costs a `docker save` of the image on the engine's side. The new id."""
-    image_id = engine.load_config(normalise(engine.image_config(built), epoch=epoch))
-    if image_id != built:
-        info = engine.image(built)
-        if info is not None and not info.tags:
-            with contextlib.suppress(EngineError):  # a container of it: it stays, an untagged leftover
-                engine.remove(built)
-    return image_id
+    made; so the same inputs give the same id. The builder's image stays: the build removes its hold tag, and with
+    it the image and its untagged parents as `docker rmi` does (the final stage's steps; the other stages' cache
+    stays), unless something else tagged it. Costs a `docker save` of the image on the engine's side. The new id."""
+    return engine.load_config(normalise(engine.image_config(built), epoch=epoch))
+
+
+def _engine_build(
+    engine: Engine,
+    plan: BuildPlan,
+    context: Path,
+    hold: str,
+    *,
+    nocache: bool,
+    on_line: Callable[[str], None],
+    note: Callable[[str], None],
+) -> str:
+    """The engine's build of `context`, its image tagged `hold` on success; built again, once, when the engine
+    lost a cached layer under it (`_CACHE_LOST`)."""
+
+    def build() -> str:
+        return engine.build(
+            str(context),
+            tag=hold,
+            nocache=nocache,
+            on_line=on_line,
+            buildargs={"BASE_IMAGE": plan.base_pin, "SOURCE_DATE_EPOCH": str(plan.epoch)},
+            platform=plan.platform,
+        )
+
+    try:
+        return build()
+    except EngineError as error:
+        if not _CACHE_LOST.search(str(error)):
+            raise
+        note(f"the engine lost a cached layer while building ({error}); building again")
+    return build()
 
 
 def _push(engine: Engine, image_id: str, remotes: list[str], out: TextIO) -> list[str]:
