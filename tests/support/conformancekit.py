@@ -143,6 +143,11 @@ class LocalCluster:
         if ray is not None and getattr(ray, "is_initialized", lambda: False)():
             ray.shutdown()  # a driver still connected (a module's fixture) would make Cluster.shutdown refuse
         self.handle.shutdown()
+        keep = os.environ.get("ACCELENV_KEEP_RAY_LOGS")  # a folder to keep Ray's logs in, to read a failure
+        if keep:
+            for session in Path(self.temp).glob("session_2*"):  # not session_latest, a link to one of them
+                with contextlib.suppress(OSError):  # shutil.Error included: a log that vanished is not kept
+                    shutil.copytree(session / "logs", Path(keep) / session.name)
         for folder in (self.home, self.temp):
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -5,7 +5,6 @@ this Python instead of torch. Shared by tests/integration and benchmarks/."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -91,6 +90,8 @@ def run_suite(
         "ACCELENV_RESULTS": str(results),
         "PYTHONPATH": "",
         "RAY_TMPDIR": str(ray_tmp),
+        # the cluster's logs stay beside the results (pytest keeps the last runs' folders), for a failure to be read
+        "ACCELENV_KEEP_RAY_LOGS": str(results.parent / "ray-logs"),
     }
     environ.pop("RAY_ADDRESS", None)
     command = [
@@ -111,9 +112,4 @@ def run_suite(
             command, cwd=REPO, env=environ, capture_output=True, text=True, timeout=timeout, check=False
         )
     finally:
-        # Ray's logs stay beside the results (pytest keeps the last runs' folders), for a failure to be read
-        for session in [*ray_tmp.glob("session_2*"), *(ray_tmp / "ray").glob("session_2*")]:
-            if session.is_dir() and not session.is_symlink():
-                with contextlib.suppress(OSError):  # shutil.Error included: a log that vanished is not kept
-                    shutil.copytree(session / "logs", results.parent / "ray-logs" / session.name)
         shutil.rmtree(ray_tmp, ignore_errors=True)
