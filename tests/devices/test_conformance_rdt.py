@@ -39,6 +39,7 @@ from rdtkit import (
     register_kit,
     restarted,
     send,
+    settled,
     upstream_defect,
 )
 
@@ -259,6 +260,7 @@ def test_rdt_restarted_member_receives_in_a_reformed_group(
     with cleanup(ends.sender, ends.receiver) as held:
         sent = ray.get(ends.sender.hold.remote("tensor", "float32", 4096, 1), timeout=WORK)
         assert ray.get(ends.receiver.received.remote(send(ends, transport)), timeout=WORK) == sent
+        settled(ends.sender, ends.receiver)  # Ray's own part of the transfer is over too (rdtkit.settled)
         os.kill(ends.pids[1], signal.SIGKILL)  # between transfers: nothing in flight
         if restarted(ends.receiver, ends.pids[1]) is None:
             pytest.fail(f"Ray did not restart the killed receiver within {RESTART_BOUND:g}s", pytrace=False)

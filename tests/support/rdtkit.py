@@ -289,6 +289,24 @@ def destroy(group: Any) -> None:
             destroy_collective_group(group)
 
 
+def _nothing(_self: Any) -> None:
+    return None
+
+
+def settled(*actors: Any) -> None:
+    """Wait until each actor has run every RDT system task sent to it so far (`__ray_send__`, `__ray_recv__`).
+
+    Ray 2.60.0 runs them on the actor's `_ray_system` concurrency group, one at a time, and the driver's failure
+    monitor (`RDTManager._monitor_failures`) watches their results: a transfer the caller has already received can
+    still have its `__ray_recv__` reply on the way, and if the receiver dies then, the monitor counts the transfer
+    as failed and `ray.kill`s both actors for good, whatever their `max_restarts`. A task queued behind them on the
+    same group answers only once they have run."""
+    import ray
+
+    calls = [a.__ray_call__.options(concurrency_group="_ray_system").remote(_nothing) for a in actors]
+    ray.get(calls, timeout=WORK)
+
+
 def restarted(actor: Any, old_pid: int, timeout: float = RESTART_BOUND) -> int | None:
     """The restarted actor's pid, or None when Ray did not bring it back in time."""
     from conformancekit import restarted_pid
