@@ -68,29 +68,24 @@ def accelenv_here(*args: str, env: dict[str, str] | None = None) -> subprocess.C
     ends): a process costs 0.3 s of Python start-up and imports, the call a tenth of that."""
     import contextlib
     import io
+    from unittest import mock
 
     from accelenv.cli import main
 
-    environment = {"ACCELENV_NO_CACHE": "1", **(env or {})}
-    saved = {key: os.environ.get(key) for key in environment}
     out, err = io.StringIO(), io.StringIO()
-    os.environ.update(environment)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args), out=out)
-            except SystemExit as exit_:  # argparse's refusals and --help, as the interpreter turns them into a status
-                if exit_.code is None or isinstance(exit_.code, int):
-                    code = exit_.code or 0
-                else:
-                    print(exit_.code, file=sys.stderr)
-                    code = 1
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
+    with (
+        mock.patch.dict(os.environ, {"ACCELENV_NO_CACHE": "1", **(env or {})}),  # the environment as it was, after
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            code = main(list(args), out=out)
+        except SystemExit as exit_:  # argparse's refusals and --help, as the interpreter turns them into a status
+            if exit_.code is None or isinstance(exit_.code, int):
+                code = exit_.code or 0
             else:
-                os.environ[key] = value
+                print(exit_.code, file=sys.stderr)
+                code = 1
     return subprocess.CompletedProcess(["accelenv", *args], code, out.getvalue(), err.getvalue())
 
 

@@ -209,11 +209,14 @@ def _build_one(
     check_writable(log_path, inside=logs.parent.parent)  # a FIFO or a link there is refused before building
     lines: list[str] = []
 
+    def progress(text: str) -> None:
+        out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] {text}\n")
+
     def on_line(line: str) -> None:
         lines.append(line)
         step = _STEP.match(line)
         if step:
-            out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] step {step[1]}/{step[2]} {step[3][:90]}\n")
+            progress(f"step {step[1]}/{step[2]} {step[3][:90]}")
             out.flush()
 
     def failed(reason: str) -> BuildResult:
@@ -232,7 +235,7 @@ def _build_one(
 
     def note(text: str) -> None:
         lines.append(text)
-        out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] {text}\n")
+        progress(text)
 
     emulated = "" if plan.native else f", {plan.platform} under QEMU emulation"
     out.write(f"{plan.env}: building {plan.content_tag} on {plan.base_image}{emulated}\n")
@@ -241,7 +244,7 @@ def _build_one(
         context = Path(folder) / "context"
         try:
             ctx(plan, context)
-            out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] context ready (wheels checked on the host)\n")
+            progress("context ready (wheels checked on the host)")
             image_id = _engine_build(engine, plan, context, hold, nocache=nocache, on_line=on_line, note=note)
         except KeyboardInterrupt:
             failed("interrupted")
@@ -256,7 +259,7 @@ def _build_one(
                 image_id = normalise_image(engine, image_id, epoch=plan.epoch)
                 normalised = True
                 lines.append(f"reproducible image id {image_id} ({time.monotonic() - began:.1f}s)")
-                out.write(f"{plan.env}: [{time.monotonic() - start:6.1f}s] reproducible image id {image_id[:19]}\n")
+                progress(f"reproducible image id {image_id[:19]}")
             except KeyboardInterrupt:
                 failed("interrupted")
                 raise
